@@ -1,0 +1,17 @@
+// The only place that builds error details. Services throw these; an
+// interceptor adds ErrorInfo to every error on its way out, and the REST
+// layer renders them as google.rpc.Status JSON.
+export {
+  invalidArgument,
+  invalidArguments,
+  failedPrecondition,
+  notFound,
+  alreadyExists,
+  permissionDenied,
+  unauthenticated,
+  unimplemented,
+  internalError,
+  type FieldViolation,
+} from "./constructors.js";
+export { withErrorInfo, errorDomainForService, errorInfoInterceptor } from "./error-info.js";
+export { toStatus, toStatusJson, httpStatusFromCode, codeName } from "./status.js";
