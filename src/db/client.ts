@@ -1,0 +1,84 @@
+import { mkdirSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { PGlite } from "@electric-sql/pglite";
+import { sql, type SQL } from "drizzle-orm";
+import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
+import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
+import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
+import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
+import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
+import postgres from "postgres";
+import * as schema from "./schema.js";
+
+export type Schema = typeof schema;
+export type Database = PgDatabase<PgQueryResultHKT, Schema>;
+/** A transaction handle; anything that takes an Executor runs inside or outside one. */
+export type Transaction = Parameters<Parameters<Database["transaction"]>[0]>[0];
+export type Executor = Database | Transaction;
+
+export interface DatabaseHandle {
+  db: Database;
+  kind: "pglite" | "postgres";
+  /** Resolves when the database answers a trivial query. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface DatabaseOptions {
+  /** postgres://… for PostgreSQL; otherwise embedded PGlite. */
+  databaseUrl?: string;
+  /** PGlite data directory; `memory://` keeps everything in memory. */
+  pgliteDir: string;
+}
+
+const migrationsFolder = fileURLToPath(new URL("./migrations", import.meta.url));
+// Serializes migrations when several replicas start at once against one PostgreSQL.
+const MIGRATION_LOCK_ID = 7_201_304_981;
+
+/** Opens the database, applies pending migrations, and returns a handle. */
+export async function openDatabase(opts: DatabaseOptions): Promise<DatabaseHandle> {
+  if (opts.databaseUrl) {
+    await migratePostgresLocked(opts.databaseUrl);
+    const client = postgres(opts.databaseUrl, { max: 10, onnotice: () => {} });
+    const db = drizzlePostgres(client, { schema }) as unknown as Database;
+    return {
+      db,
+      kind: "postgres",
+      ping: async () => void (await client`select 1`),
+      close: () => client.end({ timeout: 5 }),
+    };
+  }
+  if (!opts.pgliteDir.startsWith("memory://")) mkdirSync(opts.pgliteDir, { recursive: true });
+  const client = new PGlite(opts.pgliteDir);
+  const pglite = drizzlePglite(client, { schema });
+  await migratePglite(pglite, { migrationsFolder });
+  const db = pglite as unknown as Database;
+  return {
+    db,
+    kind: "pglite",
+    ping: async () => void (await client.query("select 1")),
+    close: () => client.close(),
+  };
+}
+
+async function migratePostgresLocked(url: string): Promise<void> {
+  const client = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const db = drizzlePostgres(client);
+    await db.execute(sql`select pg_advisory_lock(${MIGRATION_LOCK_ID})`);
+    try {
+      await migratePostgres(db, { migrationsFolder });
+    } finally {
+      await db.execute(sql`select pg_advisory_unlock(${MIGRATION_LOCK_ID})`);
+    }
+  } finally {
+    await client.end({ timeout: 5 });
+  }
+}
+
+/** Runs raw SQL and returns its rows on either driver (postgres.js returns an array, PGlite `{rows}`). */
+export async function queryRows<Row extends Record<string, unknown>>(db: Executor, query: SQL): Promise<Row[]> {
+  const result: unknown = await db.execute(query);
+  if (Array.isArray(result)) return result as Row[];
+  return ((result as { rows?: Row[] }).rows ?? []) as Row[];
+}
