@@ -1,0 +1,1 @@
+export { applyUpdate, setFieldPaths, isOutputOnly } from "./update-mask.js";

@@ -1,0 +1,165 @@
+import { randomBytes } from "node:crypto";
+import { and, asc, count, desc, eq, gt, lt, sql, type SQL } from "drizzle-orm";
+import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
+import type { Database, Executor } from "../db/index.js";
+import { schema } from "../db/index.js";
+import { invalidArgument } from "../errors/index.js";
+import { parseOrderBy, type OrderBy } from "./order-by.js";
+import { PAGE_TOKEN_LIFETIME_MS, PageTokenCodec, fingerprint, type CursorPosition } from "./page-token.js";
+import { scopeConditions, type UidpFilter } from "./scope.js";
+
+export const DEFAULT_PAGE_SIZE = 50;
+export const MAX_PAGE_SIZE = 200;
+
+/** A table the engine can list: its uid, its holder, and its sortable columns. */
+export interface ListSource<T extends PgTable> {
+  table: T;
+  uid: PgColumn;
+  parentUid: PgColumn;
+  isGroup: boolean;
+  /** Sortable columns besides uid, by canonical name (name, create_time, update_time). */
+  sortable: Partial<Record<"name" | "create_time" | "update_time", PgColumn>>;
+  /** Exact-match `name` filter column, when the resource has one. */
+  name?: PgColumn;
+}
+
+/** The paging fields every List request shares. */
+export interface ListParams {
+  uidp?: UidpFilter | undefined;
+  name?: string;
+  pageSize: number;
+  pageToken: string;
+  orderBy: string;
+  skip: number;
+}
+
+/** Resource-specific conditions (already validated) and how to fingerprint them. */
+export interface ExtraFilters {
+  where: SQL[];
+  /** A JSON-able description of the extra filters; a token is bound to it. */
+  key: unknown;
+}
+
+export interface ListPage<Row> {
+  rows: Row[];
+  nextPageToken: string;
+  totalCount: bigint;
+  skipped: number;
+}
+
+const TOKEN_KEY_SETTING = "list.page_token_key";
+
+/**
+ * The one List engine (DESIGN §3): scope and name filters, order_by with a
+ * uid tiebreak, keyset cursors in signed tokens, skip, and an exact total
+ * counted on the first page only.
+ */
+export class ListEngine {
+  private constructor(
+    private readonly codec: PageTokenCodec,
+    private readonly clock: () => Date,
+  ) {}
+
+  /** Loads the shared HMAC key, creating it on first start. */
+  static async create(db: Database, clock: () => Date): Promise<ListEngine> {
+    await db
+      .insert(schema.settings)
+      .values({ key: TOKEN_KEY_SETTING, value: randomBytes(32).toString("base64") })
+      .onConflictDoNothing();
+    const [row] = await db.select().from(schema.settings).where(eq(schema.settings.key, TOKEN_KEY_SETTING));
+    if (!row) throw new Error("page token key missing after insert");
+    return new ListEngine(new PageTokenCodec(Buffer.from(row.value, "base64")), clock);
+  }
+
+  async list<T extends PgTable>(
+    db: Executor,
+    source: ListSource<T>,
+    params: ListParams,
+    extra: ExtraFilters = { where: [], key: null },
+  ): Promise<ListPage<T["$inferSelect"]>> {
+    const pageSize = normalizePageSize(params.pageSize);
+    if (params.skip < 0) throw invalidArgument("skip", "must not be negative");
+    const order = parseOrderBy(params.orderBy, ["uid", ...Object.keys(source.sortable)]);
+    const sortColumn = order.field === "uid" ? source.uid : source.sortable[order.field as keyof ListSource<T>["sortable"]];
+    if (!sortColumn) throw invalidArgument("order_by", `cannot sort by ${order.field}`);
+
+    const where: SQL[] = [...scopeConditions(source, params.uidp), ...extra.where];
+    if (params.name && source.name) where.push(eq(source.name, params.name));
+    const fp = fingerprint({ uidp: params.uidp ?? null, name: params.name ?? "", order, extra: extra.key });
+
+    const now = this.clock().getTime();
+    let position: CursorPosition | undefined;
+    let totalCount: bigint | undefined;
+    if (params.pageToken) {
+      const token = this.codec.decode(params.pageToken);
+      if (token.fingerprint !== fp) {
+        throw invalidArgument("page_token", "belongs to a different filter or order_by; start again without it");
+      }
+      // An expired token silently restarts from the first page (spec rule 4).
+      if (now - token.issuedAt <= PAGE_TOKEN_LIFETIME_MS) {
+        position = token.position;
+        totalCount = token.totalCount;
+      }
+    }
+
+    const filter = where.length ? and(...where) : undefined;
+    if (totalCount === undefined) {
+      const [c] = await db.select({ n: count() }).from(source.table as PgTable).where(filter);
+      totalCount = BigInt(c?.n ?? 0);
+    }
+
+    const pageWhere = position ? and(filter, afterPosition(source.uid, sortColumn, order, position)) : filter;
+    const direction = order.direction === "desc" ? desc : asc;
+    const orderBy = sortColumn === source.uid ? [direction(source.uid)] : [direction(sortColumn), direction(source.uid)];
+    const rows = (await db
+      .select()
+      .from(source.table as PgTable)
+      .where(pageWhere)
+      .orderBy(...orderBy)
+      .limit(pageSize + 1)
+      .offset(params.skip)) as T["$inferSelect"][];
+
+    let nextPageToken = "";
+    if (rows.length > pageSize) {
+      rows.length = pageSize;
+      const last = rows[pageSize - 1] as Record<string, unknown>;
+      nextPageToken = this.codec.encode({
+        position: {
+          value: sortColumn === source.uid ? null : cursorValue(last[propertyOf(source.table, sortColumn)]),
+          uid: String(last[propertyOf(source.table, source.uid)]),
+        },
+        fingerprint: fp,
+        issuedAt: now,
+        totalCount,
+      });
+    }
+    return { rows, nextPageToken, totalCount, skipped: params.skip };
+  }
+}
+
+function normalizePageSize(size: number): number {
+  if (size < 0) throw invalidArgument("page_size", "must not be negative");
+  if (size === 0) return DEFAULT_PAGE_SIZE;
+  return Math.min(size, MAX_PAGE_SIZE);
+}
+
+// Rows strictly after the cursor in (sort column, uid) order.
+function afterPosition(uid: PgColumn, sortColumn: PgColumn, order: OrderBy, pos: CursorPosition): SQL {
+  const beyond = order.direction === "desc" ? lt : gt;
+  if (sortColumn === uid || pos.value === null) return beyond(uid, pos.uid);
+  const value = sortColumn.dataType === "date" ? sql`${pos.value}::timestamptz` : sql`${pos.value}`;
+  const op = order.direction === "desc" ? sql.raw("<") : sql.raw(">");
+  return sql`(${sortColumn}, ${uid}) ${op} (${value}, ${pos.uid})`;
+}
+
+function cursorValue(v: unknown): string {
+  return v instanceof Date ? v.toISOString() : String(v);
+}
+
+// The row property (JS key) under which drizzle returns a column.
+function propertyOf(table: PgTable, column: PgColumn): string {
+  for (const [key, col] of Object.entries(table as unknown as Record<string, unknown>)) {
+    if (col === column) return key;
+  }
+  throw new Error(`column ${column.name} is not in its table`);
+}

@@ -1,0 +1,57 @@
+import { and, eq, gt, inArray, lt, or, type SQL } from "drizzle-orm";
+import type { PgColumn } from "drizzle-orm/pg-core";
+import { invalidArgument } from "../errors/index.js";
+
+/** The uidp.* filters of a List request (platform.common.v1.UIDPFilter). */
+export interface UidpFilter {
+  ancestorsOf: string;
+  descendantsOf: string;
+  childrenOf: string;
+  inRoot: string;
+  ids: string[];
+}
+
+export interface ScopeColumns {
+  uid: PgColumn;
+  /** The group that holds the row. */
+  parentUid: PgColumn;
+  /** Groups are their own hierarchy: `ancestors_of` means the groups above. */
+  isGroup: boolean;
+}
+
+const MAX_IDS = 1000;
+
+// Every uid below `p` starts with `p/`; in C collation those sort in
+// ['p/', 'p0') since '0' follows '/', so a btree range serves the scope.
+function below(uid: PgColumn, prefix: string): SQL {
+  return and(gt(uid, `${prefix}/`), lt(uid, `${prefix}0`)) as SQL;
+}
+
+/** Strict ancestors of a slash-separated uid: a/b/c → [a, a/b]. */
+function strictPrefixes(uid: string): string[] {
+  const segments = uid.split("/");
+  const out: string[] = [];
+  for (let i = 1; i < segments.length; i++) out.push(segments.slice(0, i).join("/"));
+  return out;
+}
+
+/** SQL conditions for every uidp filter that is set; they combine with AND. */
+export function scopeConditions(cols: ScopeColumns, f: UidpFilter | undefined): SQL[] {
+  if (!f) return [];
+  const where: SQL[] = [];
+  if (f.descendantsOf) where.push(below(cols.uid, f.descendantsOf));
+  if (f.childrenOf) where.push(eq(cols.parentUid, f.childrenOf));
+  if (f.inRoot) where.push(or(eq(cols.uid, f.inRoot), below(cols.uid, f.inRoot)) as SQL);
+  if (f.ancestorsOf) {
+    const above = strictPrefixes(f.ancestorsOf);
+    if (cols.isGroup) {
+      where.push(above.length ? inArray(cols.uid, above) : eq(cols.uid, "\u0000"));
+    } else {
+      // Resources held by the group itself or by any group above it.
+      where.push(inArray(cols.parentUid, [...above, f.ancestorsOf]));
+    }
+  }
+  if (f.ids.length > MAX_IDS) throw invalidArgument("uidp.ids", `at most ${MAX_IDS} uids`);
+  if (f.ids.length) where.push(inArray(cols.uid, f.ids));
+  return where;
+}
