@@ -1,0 +1,133 @@
+import { toJson, type DescField, type DescMessage, type JsonObject, type JsonValue, type Message, type Registry } from "@bufbuild/protobuf";
+import { hasCustomJsonRepresentation } from "@bufbuild/protobuf/wkt";
+import { isJsonObject } from "./json-object.js";
+
+// Success bodies: protojson with every implicit field emitted, plus what
+// protobuf-es does not do: an unset singular message field (Timestamp
+// included) renders as `null`, at every depth, so that callers see the
+// full shape of a resource. proto3 `optional` and oneof members stay
+// omitted when unset: their absence is the information.
+
+interface PlanEntry {
+  readonly jsonName: string;
+  /** Render `null` when absent. */
+  readonly nullable: boolean;
+  /** Plain message type to descend into (singular, list element or map value); undefined for WKTs. */
+  readonly child: DescMessage | undefined;
+  readonly container: "single" | "list" | "map";
+}
+
+interface NullPlan {
+  readonly entries: readonly PlanEntry[];
+  /** Every field's JSON name in declaration order, to rebuild an object with the nulls in place. */
+  readonly order: readonly string[];
+  readonly nullable: ReadonlySet<string>;
+}
+
+const EMPTY = "google.protobuf.Empty";
+
+export class JsonRenderer {
+  private readonly plans = new Map<string, NullPlan>();
+
+  constructor(private readonly registry: Registry | undefined) {}
+
+  /** The JSON for a response message; `field` selects a response_body field. */
+  render(schema: DescMessage, message: Message, field?: DescField): JsonValue {
+    if (schema.typeName === EMPTY) return {};
+    const json = toJson(schema, message, { alwaysEmitImplicit: true, registry: this.registry });
+    const filled = isJsonObject(json) ? this.fill(schema, json) : json;
+    if (field === undefined) return filled;
+    return (isJsonObject(filled) ? own(filled, field.jsonName) : undefined) ?? null;
+  }
+
+  /** Adds the nulls for `desc` to `obj` (a protojson object of that type); may return a new object. */
+  fill(desc: DescMessage, obj: JsonObject): JsonObject {
+    const plan = this.planFor(desc);
+    if (plan.entries.length === 0) return obj;
+    let missing = false;
+    for (const e of plan.entries) {
+      const value = own(obj, e.jsonName);
+      if (value === undefined) {
+        if (e.nullable) missing = true;
+        continue;
+      }
+      if (e.child === undefined || value === null) continue;
+      const child = e.child;
+      if (e.container === "single") {
+        if (isJsonObject(value)) obj[e.jsonName] = this.fill(child, value);
+      } else if (e.container === "list") {
+        if (Array.isArray(value)) {
+          for (let i = 0; i < value.length; i++) {
+            const item = value[i];
+            if (isJsonObject(item)) value[i] = this.fill(child, item);
+          }
+        }
+      } else if (isJsonObject(value)) {
+        for (const [k, item] of Object.entries(value)) {
+          if (isJsonObject(item)) value[k] = this.fill(child, item);
+        }
+      }
+    }
+    return missing ? withNulls(plan, obj) : obj;
+  }
+
+  private planFor(desc: DescMessage): NullPlan {
+    let plan = this.plans.get(desc.typeName);
+    if (plan === undefined) {
+      plan = buildPlan(desc);
+      this.plans.set(desc.typeName, plan);
+    }
+    return plan;
+  }
+}
+
+function buildPlan(desc: DescMessage): NullPlan {
+  const entries: PlanEntry[] = [];
+  for (const f of desc.fields) {
+    switch (f.fieldKind) {
+      case "message": {
+        // Oneof members and proto3 `optional` keep protojson's omission.
+        const nullable = f.oneof === undefined && !f.proto.proto3Optional;
+        entries.push({ jsonName: f.jsonName, nullable, child: plainMessage(f.message), container: "single" });
+        break;
+      }
+      case "list":
+        if (f.listKind === "message" && plainMessage(f.message) !== undefined) {
+          entries.push({ jsonName: f.jsonName, nullable: false, child: f.message, container: "list" });
+        }
+        break;
+      case "map":
+        if (f.mapKind === "message" && plainMessage(f.message) !== undefined) {
+          entries.push({ jsonName: f.jsonName, nullable: false, child: f.message, container: "map" });
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  const nullable = new Set(entries.filter((e) => e.nullable).map((e) => e.jsonName));
+  return { entries, order: desc.fields.map((f) => f.jsonName), nullable };
+}
+
+/** Messages whose JSON is an object of their fields; WKTs with their own JSON form are leaves. */
+function plainMessage(desc: DescMessage): DescMessage | undefined {
+  return hasCustomJsonRepresentation(desc) ? undefined : desc;
+}
+
+/** Rebuilds `obj` in field order with `null` for the absent nullable fields. */
+function withNulls(plan: NullPlan, obj: JsonObject): JsonObject {
+  const out: JsonObject = {};
+  for (const name of plan.order) {
+    const value = own(obj, name);
+    if (value !== undefined) out[name] = value;
+    else if (plan.nullable.has(name)) out[name] = null;
+  }
+  // Anything protojson wrote that is not a declared field (extensions) goes at the end.
+  for (const [k, v] of Object.entries(obj)) if (!Object.hasOwn(out, k)) out[k] = v;
+  return out;
+}
+
+// Own properties only: a field named like an Object.prototype member must not read the prototype.
+function own(obj: JsonObject, key: string): JsonValue | undefined {
+  return Object.hasOwn(obj, key) ? obj[key] : undefined;
+}

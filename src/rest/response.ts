@@ -1,0 +1,49 @@
+import type { JsonValue } from "@bufbuild/protobuf";
+import { ConnectError } from "@connectrpc/connect";
+import { httpStatusFromCode, internalError, toStatusJson, withErrorInfo } from "../errors/index.js";
+
+// Writing REST responses: success JSON and google.rpc.Status errors, for
+// HTTP/1.1 and HTTP/2 (compat API) alike.
+
+/** What both response kinds offer that the transcoder uses. */
+export interface ResponseSink {
+  statusCode: number;
+  readonly headersSent: boolean;
+  readonly writableEnded: boolean;
+  setHeader(name: string, value: string | number): unknown;
+  end(chunk: string): unknown;
+}
+
+export function sendJson(res: ResponseSink, status: number, body: JsonValue, headers?: Record<string, string>): void {
+  if (res.headersSent || res.writableEnded) return;
+  const text = JSON.stringify(body);
+  res.statusCode = status;
+  res.setHeader("content-type", "application/json");
+  res.setHeader("content-length", Buffer.byteLength(text));
+  if (headers !== undefined) for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
+  res.end(text);
+}
+
+export interface ErrorOptions {
+  /** ErrorInfo domain for errors that do not carry one yet. */
+  readonly domain: string;
+  /** Overrides the status of the gRPC → HTTP mapping (405 for a wrong method). */
+  readonly status?: number;
+  readonly headers?: Record<string, string>;
+  /** Receives causes that are not ConnectErrors; the caller sees only "Internal error". */
+  readonly onInternalError: (cause: unknown) => void;
+}
+
+/** Renders any thrown value as a google.rpc.Status body with the matching HTTP status. */
+export function sendError(res: ResponseSink, thrown: unknown, opts: ErrorOptions): void {
+  let err: ConnectError;
+  if (thrown instanceof ConnectError) {
+    err = thrown;
+  } else {
+    // The cause goes to the log; the caller only sees "Internal error".
+    opts.onInternalError(thrown);
+    err = internalError(thrown);
+  }
+  withErrorInfo(err, opts.domain);
+  sendJson(res, opts.status ?? httpStatusFromCode(err.code), toStatusJson(err), opts.headers);
+}

@@ -1,0 +1,142 @@
+import type * as http from "node:http";
+import type * as http2 from "node:http2";
+import { createRegistry, type DescFile, type DescService, type Registry } from "@bufbuild/protobuf";
+import { Code, ConnectError, type Transport } from "@connectrpc/connect";
+import { invalidArgument, unimplemented } from "../errors/index.js";
+import { BodyReadError, BodyTooLargeError, DEFAULT_MAX_BODY_BYTES, readBody } from "./body.js";
+import { FieldLookup } from "./field-lookup.js";
+import { JsonRenderer } from "./json-render.js";
+import { RequestBinder } from "./request-binding.js";
+import { sendError, sendJson, type ResponseSink } from "./response.js";
+import { RouteTable } from "./route-table.js";
+
+export interface RestHandlerOptions {
+  /** Every service whose methods may carry google.api.http rules. */
+  services: DescService[];
+  /** In-process Connect transport reaching the implementations; interceptors (auth, ErrorInfo) live there. */
+  transport: Transport;
+  /** REST-level errors get ErrorInfo domain `<area>.<serviceDomain>`, area being the first path segment. */
+  serviceDomain: string;
+  /** Default 1 MiB. */
+  maxBodyBytes?: number;
+  /** Receives unexpected (non-Connect) errors for the log; the caller only sees "Internal error". */
+  onInternalError?: (cause: unknown) => void;
+}
+
+/**
+ * An HTTP/1.1 or HTTP/2 (compat) response. `write` is left out so that
+ * connect-node's fallback response type, which re-types it, fits as well;
+ * the transcoder only ever calls `end`.
+ */
+export type RestResponse = Omit<http.ServerResponse, "write"> | Omit<http2.Http2ServerResponse, "write">;
+
+export type RestHandler = (req: http.IncomingMessage | http2.Http2ServerRequest, res: RestResponse) => Promise<void>;
+
+// Request headers the implementations may rely on; everything else stays at the edge.
+const FORWARDED_HEADERS = ["authorization", "x-request-id"] as const;
+
+/**
+ * The REST/JSON transcoder: every unary RPC with a google.api.http rule in
+ * `services` becomes a route. Owns 404 and 405 for every path it is given.
+ * Routes, templates and descriptors are compiled here, once.
+ */
+export function createRestHandler(opts: RestHandlerOptions): RestHandler {
+  const table = new RouteTable(opts.services, opts.serviceDomain);
+  const registry = registryFor(opts.services);
+  const binder = new RequestBinder(new FieldLookup(), registry);
+  const renderer = new JsonRenderer(registry);
+  const maxBodyBytes = opts.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const onInternalError = opts.onInternalError ?? (() => {});
+
+  return async (req, res) => {
+    const sink: ResponseSink = res;
+    const url = req.url ?? "/";
+    const q = url.indexOf("?");
+    const path = q === -1 ? url : url.slice(0, q);
+    const query = q === -1 ? "" : url.slice(q + 1);
+    const httpMethod = req.method ?? "GET";
+
+    const match = table.match(httpMethod, path);
+    if (match.kind === "not-found") {
+      sendError(sink, new ConnectError(`Not found: no REST route for ${path}`, Code.NotFound), {
+        domain: table.domainForPath(path),
+        onInternalError,
+      });
+      return;
+    }
+    if (match.kind === "method-not-allowed") {
+      const allow = match.allowed.join(", ");
+      sendError(sink, unimplemented(`${httpMethod} is not allowed on ${path}; allowed: ${allow}`), {
+        domain: table.domainForPath(path),
+        status: 405,
+        headers: { allow },
+        onInternalError,
+      });
+      return;
+    }
+
+    const route = match.route;
+    // Abort the call when the client goes away before the response is written.
+    const abort = new AbortController();
+    const onClose = (): void => {
+      if (!res.writableEnded) abort.abort();
+    };
+    res.once("close", onClose);
+    try {
+      let body: Uint8Array | undefined;
+      if (route.body.kind !== "none") {
+        body = await readRequestBody(req, res, maxBodyBytes);
+        if (body === undefined) return; // client gone mid-body
+      }
+      const input = binder.bind({ route, captures: match.captures, query, body });
+      const response = await opts.transport.unary(route.method, abort.signal, undefined, forwardedHeaders(req), input);
+      sendJson(sink, 200, renderer.render(route.method.output, response.message, route.responseBody));
+    } catch (e) {
+      if (abort.signal.aborted) return; // nobody is listening any more
+      sendError(sink, e, { domain: route.errorDomain, onInternalError });
+    } finally {
+      res.off("close", onClose);
+    }
+  };
+}
+
+async function readRequestBody(
+  req: http.IncomingMessage | http2.Http2ServerRequest,
+  res: RestResponse,
+  limit: number,
+): Promise<Uint8Array | undefined> {
+  try {
+    return await readBody(req, limit);
+  } catch (e) {
+    if (e instanceof BodyTooLargeError) {
+      // The rest of the body is never read: over HTTP/1.1 the connection
+      // closes after this response instead of draining an unbounded upload.
+      if (req.httpVersionMajor === 1) res.setHeader("connection", "close");
+      throw invalidArgument("body", `is larger than the limit of ${limit} bytes`);
+    }
+    if (e instanceof BodyReadError) return undefined;
+    throw e;
+  }
+}
+
+function forwardedHeaders(req: http.IncomingMessage | http2.Http2ServerRequest): Headers {
+  const out = new Headers();
+  for (const name of FORWARDED_HEADERS) {
+    const value = req.headers[name];
+    if (typeof value === "string") out.set(name, value);
+    else if (Array.isArray(value)) for (const v of value) out.append(name, v);
+  }
+  return out;
+}
+
+/** Types reachable from the services' files, for google.protobuf.Any in bodies and responses. */
+function registryFor(services: readonly DescService[]): Registry {
+  const files = new Set<DescFile>();
+  const visit = (file: DescFile): void => {
+    if (files.has(file)) return;
+    files.add(file);
+    for (const dep of file.dependencies) visit(dep);
+  };
+  for (const s of services) visit(s.file);
+  return createRegistry(...files);
+}
