@@ -1,0 +1,3 @@
+export { registerReflection } from "./reflection.js";
+export { registerHealth } from "./health.js";
+export type { HealthSource, ServingStatus } from "./health-source.js";

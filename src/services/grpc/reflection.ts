@@ -1,0 +1,64 @@
+import { create, type DescService } from "@bufbuild/protobuf";
+import type { ConnectRouter } from "@connectrpc/connect";
+import * as v1 from "../../../gen/grpc/reflection/v1/reflection_pb.js";
+import * as v1alpha from "../../../gen/grpc/reflection/v1alpha/reflection_pb.js";
+import { DescriptorIndex } from "./descriptor-index.js";
+import { ReflectionSession } from "./reflection-session.js";
+
+/**
+ * Registers grpc.reflection.v1.ServerReflection and its predecessor
+ * grpc.reflection.v1alpha.ServerReflection (grpcurl and older clients still
+ * ask for v1alpha first or only).
+ *
+ * The index covers `services`, both reflection services, and every service
+ * registered on `router`. Services registered after this call (the health
+ * service, say) are added once, on the first reflection request: the Node
+ * adapter runs all registrations before it serves anything, so by then the
+ * router is complete.
+ */
+export function registerReflection(router: ConnectRouter, services: DescService[]): void {
+  const index = new DescriptorIndex();
+  for (const service of [...services, v1.ServerReflection, v1alpha.ServerReflection]) {
+    index.addService(service);
+  }
+  let routerIndexed = false;
+  const completeIndex = (): DescriptorIndex => {
+    if (!routerIndexed) {
+      routerIndexed = true;
+      for (const handler of router.handlers) {
+        if (!index.hasService(handler.service.typeName)) {
+          index.addService(handler.service);
+        }
+      }
+    }
+    return index;
+  };
+
+  router.service(v1.ServerReflection, {
+    async *serverReflectionInfo(requests) {
+      const session = new ReflectionSession(completeIndex());
+      for await (const request of requests) {
+        yield create(v1.ServerReflectionResponseSchema, {
+          // The spec asks the server to echo the host and the request so
+          // that a client pipelining requests can match the answers.
+          validHost: request.host,
+          originalRequest: request,
+          messageResponse: session.answer(request),
+        });
+      }
+    },
+  });
+
+  router.service(v1alpha.ServerReflection, {
+    async *serverReflectionInfo(requests) {
+      const session = new ReflectionSession(completeIndex());
+      for await (const request of requests) {
+        yield create(v1alpha.ServerReflectionResponseSchema, {
+          validHost: request.host,
+          originalRequest: request,
+          messageResponse: session.answer(request),
+        });
+      }
+    },
+  });
+}
