@@ -1,0 +1,129 @@
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { DescService } from "@bufbuild/protobuf";
+import { createRouterTransport, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { Logger } from "pino";
+import { GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
+import { SigningKeys, TokenService, authenticationInterceptor, bootstrapAdminToken, writeAdminToken, type MintedToken } from "../auth/index.js";
+import { openDatabase, type DatabaseHandle } from "../db/index.js";
+import { errorInfoInterceptor } from "../errors/index.js";
+import { ListEngine } from "../list/index.js";
+import { createRestHandler } from "../rest/index.js";
+import type { ServiceContext } from "../services/context.js";
+import { registerHealth, registerReflection } from "../services/grpc/index.js";
+import { groupsService } from "../services/iam/groups.js";
+import { resolveUrls, type Config, type ResolvedUrls } from "./config.js";
+import { bind, type RequestHandler } from "./listener.js";
+import { plainRoutes } from "./plain-routes.js";
+
+/** Requests and messages over 1 MiB are refused on every protocol. */
+export const MAX_MESSAGE_BYTES = 1024 * 1024;
+
+/** The API services, in the order reflection lists them. */
+export const API_SERVICES: DescService[] = [GroupsService];
+
+export interface AppOptions {
+  logger: Logger;
+  /** Injected time, so tests can expire tokens and cursors. */
+  clock?: () => Date;
+}
+
+export interface App {
+  port: number;
+  urls: ResolvedUrls;
+  database: DatabaseHandle;
+  tokens: TokenService;
+  /** The bootstrap admin token minted at start (when bootstrap is on). */
+  adminToken: MintedToken | undefined;
+  adminTokenPath: string | undefined;
+  /** Drains in-flight requests (up to the grace period), then closes the port and the database. */
+  close(): Promise<void>;
+}
+
+/** The composition root: config → database → services → one listener. */
+export async function startApp(config: Config, opts: AppOptions): Promise<App> {
+  const clock = opts.clock ?? (() => new Date());
+  const log = opts.logger;
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, pgliteDir: join(config.dataDir, "pglite") });
+  const tls = config.tls
+    ? { cert: await readFile(config.tls.certFile), key: await readFile(config.tls.keyFile) }
+    : undefined;
+  const listener = await bind({ host: config.host, port: config.port, tls });
+  const urls = resolveUrls(config, listener.port);
+
+  const keys = new SigningKeys(database.db, clock);
+  const tokens = new TokenService(keys, urls.authUrl, clock);
+  const ctx: ServiceContext = { db: database.db, list: await ListEngine.create(database.db, clock), clock };
+
+  const shutdown = new AbortController();
+  const ready = async () => {
+    if (shutdown.signal.aborted) return false;
+    try {
+      await database.ping();
+      return true;
+    } catch (e) {
+      log.warn({ err: e }, "database ping failed");
+      return false;
+    }
+  };
+
+  const apiRoutes = (router: ConnectRouter) => {
+    router.service(GroupsService, groupsService(ctx));
+  };
+  const routes = (router: ConnectRouter) => {
+    apiRoutes(router);
+    registerReflection(router, API_SERVICES);
+    registerHealth(router, { status: async () => ((await ready()) ? "SERVING" : "NOT_SERVING") }, API_SERVICES.map((s) => s.typeName), shutdown.signal);
+  };
+  const interceptors: Interceptor[] = [
+    errorInfoInterceptor(urls.serviceDomain, (cause) => log.error({ err: cause }, "internal error")),
+    authenticationInterceptor(tokens, () => [urls.baseUrl]),
+  ];
+  const routerOptions = { interceptors, readMaxBytes: MAX_MESSAGE_BYTES, writeMaxBytes: 16 * MAX_MESSAGE_BYTES };
+
+  const rest = createRestHandler({
+    services: API_SERVICES,
+    transport: createRouterTransport(apiRoutes, { router: routerOptions }),
+    serviceDomain: urls.serviceDomain,
+    maxBodyBytes: MAX_MESSAGE_BYTES,
+    onInternalError: (cause) => log.error({ err: cause }, "internal error in REST layer"),
+  });
+  const plain = plainRoutes({ keys, issuer: urls.authUrl, ready });
+  const rpc = connectNodeAdapter({
+    routes,
+    ...routerOptions,
+    fallback: (req, res) => void rest(req, res).catch((e: unknown) => log.error({ err: e }, "REST handler failed")),
+  });
+  const handler: RequestHandler = (req, res) => {
+    const served = plain(req, res);
+    if (served) served.catch((e: unknown) => log.error({ err: e }, "route failed"));
+    else rpc(req, res);
+  };
+
+  let adminToken: MintedToken | undefined;
+  let adminTokenPath: string | undefined;
+  if (config.bootstrap) {
+    const boot = await bootstrapAdminToken(database.db, tokens, urls.baseUrl, clock);
+    adminToken = boot.token;
+    adminTokenPath = await writeAdminToken(config.dataDir, boot.token);
+    log.info({ path: adminTokenPath, identity: boot.identityUid }, "admin token written (valid one hour)");
+  }
+
+  listener.serve(handler);
+  log.info({ url: urls.baseUrl, port: listener.port, database: database.kind }, "serving gRPC, gRPC-Web, Connect and REST");
+
+  return {
+    port: listener.port,
+    urls,
+    database,
+    tokens,
+    adminToken,
+    adminTokenPath,
+    async close() {
+      shutdown.abort();
+      await listener.close(config.shutdownGraceMs);
+      await database.close();
+    },
+  };
+}

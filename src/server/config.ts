@@ -1,0 +1,91 @@
+import { resolve } from "node:path";
+
+/** Everything the server reads from its environment (README: Configuration). */
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  /** The API base URL: the `aud` of API tokens. Defaults to http://localhost:<port>. */
+  baseUrl: string | undefined;
+  /** The token issuer URL. Defaults to the base URL. */
+  authUrl: string | undefined;
+  /** The audience of registry tokens. Defaults to `<base URL>/registry`. */
+  registryAudience: string | undefined;
+  bootstrap: boolean;
+  allowInsecureIssuers: boolean;
+  tls: { certFile: string; keyFile: string } | undefined;
+  logLevel: string;
+  /** How long SIGTERM waits for in-flight requests before closing connections. */
+  shutdownGraceMs: number;
+}
+
+export class ConfigError extends Error {}
+
+function parseBool(name: string, raw: string | undefined, fallback: boolean): boolean {
+  if (raw === undefined || raw === "") return fallback;
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off)$/i.test(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, not "${raw}"`);
+}
+
+function parseInteger(name: string, raw: string | undefined, fallback: number, max: number): number {
+  if (raw === undefined || raw === "") return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) > max) throw new ConfigError(`${name} must be an integer from 0 to ${max}, not "${raw}"`);
+  return Number(raw);
+}
+
+function parseUrl(name: string, raw: string | undefined): string | undefined {
+  if (raw === undefined || raw === "") return undefined;
+  try {
+    const u = new URL(raw);
+    if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error();
+  } catch {
+    throw new ConfigError(`${name} must be an http(s) URL, not "${raw}"`);
+  }
+  return raw.replace(/\/+$/, "");
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv): Config {
+  const certFile = env["PLATFORM_TLS_CERT"];
+  const keyFile = env["PLATFORM_TLS_KEY"];
+  if (Boolean(certFile) !== Boolean(keyFile)) throw new ConfigError("PLATFORM_TLS_CERT and PLATFORM_TLS_KEY go together");
+  const databaseUrl = env["DATABASE_URL"] || undefined;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError("DATABASE_URL must be a postgres:// URL");
+  }
+  return {
+    port: parseInteger("PORT", env["PORT"], 8080, 65535),
+    host: env["HOST"] || "127.0.0.1",
+    databaseUrl,
+    dataDir: resolve(env["PLATFORM_DATA_DIR"] || "./.data"),
+    baseUrl: parseUrl("PLATFORM_BASE_URL", env["PLATFORM_BASE_URL"]),
+    authUrl: parseUrl("PLATFORM_AUTH_URL", env["PLATFORM_AUTH_URL"]),
+    registryAudience: env["PLATFORM_REGISTRY_AUDIENCE"] || undefined,
+    bootstrap: parseBool("PLATFORM_BOOTSTRAP", env["PLATFORM_BOOTSTRAP"], true),
+    allowInsecureIssuers: parseBool("PLATFORM_ALLOW_INSECURE_ISSUERS", env["PLATFORM_ALLOW_INSECURE_ISSUERS"], false),
+    tls: certFile && keyFile ? { certFile, keyFile } : undefined,
+    logLevel: env["LOG_LEVEL"] || "info",
+    shutdownGraceMs: parseInteger("PLATFORM_SHUTDOWN_GRACE_MS", env["PLATFORM_SHUTDOWN_GRACE_MS"], 10_000, 600_000),
+  };
+}
+
+/** URLs that depend on the port actually bound (PORT=0 in tests). */
+export interface ResolvedUrls {
+  baseUrl: string;
+  authUrl: string;
+  registryAudience: string;
+  /** Host name used in ErrorInfo domains: `iam.<serviceDomain>`. */
+  serviceDomain: string;
+}
+
+export function resolveUrls(config: Config, boundPort: number): ResolvedUrls {
+  const scheme = config.tls ? "https" : "http";
+  const baseUrl = config.baseUrl ?? `${scheme}://localhost:${boundPort}`;
+  return {
+    baseUrl,
+    authUrl: config.authUrl ?? baseUrl,
+    registryAudience: config.registryAudience ?? `${baseUrl}/registry`,
+    serviceDomain: new URL(baseUrl).hostname,
+  };
+}

@@ -1,0 +1,130 @@
+import http from "node:http";
+import http2 from "node:http2";
+import net from "node:net";
+import type { Duplex } from "node:stream";
+
+export type RequestHandler = (
+  req: http.IncomingMessage | http2.Http2ServerRequest,
+  res: http.ServerResponse | http2.Http2ServerResponse,
+) => void;
+
+export interface ListenOptions {
+  host: string;
+  port: number;
+  tls?: { cert: Buffer; key: Buffer } | undefined;
+}
+
+/** A bound port that serves HTTP/1.1, h2c and (with TLS) h2/http1.1 by ALPN. */
+export interface Listener {
+  readonly port: number;
+  /** Starts dispatching connections (they wait, paused, until then). */
+  serve(handler: RequestHandler): void;
+  /** Stops accepting, lets in-flight requests finish for up to graceMs, then closes everything. */
+  close(graceMs: number): Promise<void>;
+}
+
+const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
+
+/**
+ * Decides from a cleartext connection's first bytes whether it speaks HTTP/2
+ * with prior knowledge (the client preface) or HTTP/1.1, then hands the
+ * socket, bytes included, to the matching server.
+ */
+function sniff(socket: net.Socket, onH2: (s: Duplex) => void, onH1: (s: Duplex) => void): void {
+  let seen = Buffer.alloc(0);
+  const onData = (chunk: Buffer) => {
+    seen = Buffer.concat([seen, chunk]);
+    const n = Math.min(seen.length, H2_PREFACE.length);
+    const isPrefix = seen.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
+    if (isPrefix && n < H2_PREFACE.length) return; // need more bytes to tell
+    socket.off("data", onData);
+    socket.pause();
+    socket.unshift(seen);
+    (isPrefix ? onH2 : onH1)(socket);
+  };
+  socket.on("data", onData);
+  socket.resume();
+}
+
+export async function bind(opts: ListenOptions): Promise<Listener> {
+  let dispatch: ((socket: net.Socket) => void) | undefined;
+  const waiting: net.Socket[] = [];
+  const sessions = new Set<http2.ServerHttp2Session>();
+  let inflight = 0;
+  let draining = false;
+  const idleWaiters: (() => void)[] = [];
+
+  // Tracked here because the HTTP servers never listen themselves, so their
+  // own connection tracking (closeAllConnections) never starts.
+  const sockets = new Set<net.Socket>();
+  const tcp = net.createServer({ pauseOnConnect: true, noDelay: true }, (socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+    socket.on("error", () => socket.destroy());
+    if (dispatch) dispatch(socket);
+    else waiting.push(socket);
+  });
+  await new Promise<void>((resolve, reject) => {
+    tcp.once("error", reject);
+    tcp.listen(opts.port, opts.host, () => resolve());
+  });
+  const address = tcp.address() as net.AddressInfo;
+
+  return {
+    port: address.port,
+    serve(inner) {
+      // Counting requests ourselves: the HTTP servers never listen (sockets
+      // are handed to them), so their close() cannot wait for in-flight work.
+      const handler: RequestHandler = (req, res) => {
+        inflight++;
+        res.once("close", () => {
+          inflight--;
+          if (inflight === 0) for (const done of idleWaiters.splice(0)) done();
+        });
+        if (draining && "setHeader" in res && req.httpVersionMajor === 1) res.setHeader("connection", "close");
+        inner(req, res);
+      };
+      const h1 = http.createServer({ keepAliveTimeout: 5_000 }, handler);
+      if (opts.tls) {
+        // ALPN picks h2 or http/1.1; the secure server speaks both.
+        const h2 = http2.createSecureServer({ cert: opts.tls.cert, key: opts.tls.key, allowHTTP1: true }, handler);
+        h2.on("session", (s) => trackSession(sessions, s));
+        dispatch = (socket) => h2.emit("connection", socket);
+      } else {
+        const h2 = http2.createServer({}, handler);
+        h2.on("session", (s) => trackSession(sessions, s));
+        dispatch = (socket) =>
+          sniff(
+            socket,
+            (s) => h2.emit("connection", s),
+            (s) => {
+              h1.emit("connection", s);
+              // http.Server does not resume a socket it did not accept itself.
+              s.resume();
+            },
+          );
+      }
+      for (const s of waiting.splice(0)) dispatch(s);
+    },
+    async close(graceMs) {
+      draining = true;
+      const closed = new Promise<void>((resolve) => tcp.close(() => resolve()));
+      // GOAWAY: no new streams; running ones finish.
+      for (const s of sessions) s.close();
+      const idle = inflight === 0 ? Promise.resolve() : new Promise<void>((resolve) => idleWaiters.push(resolve));
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
+      await Promise.race([idle, deadline]);
+      clearTimeout(timer);
+      for (const s of sessions) s.destroy();
+      for (const s of sockets) s.destroy();
+      await closed;
+    },
+  };
+}
+
+function trackSession(sessions: Set<http2.ServerHttp2Session>, session: http2.ServerHttp2Session): void {
+  sessions.add(session);
+  session.once("close", () => sessions.delete(session));
+  session.on("error", () => session.destroy());
+}
