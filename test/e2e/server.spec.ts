@@ -1,0 +1,155 @@
+import { execFileSync, spawn } from "node:child_process";
+import http from "node:http";
+import http2 from "node:http2";
+import https from "node:https";
+import type { TLSSocket } from "node:tls";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { startTestServer, type TestServer } from "../support/server.js";
+
+describe("ops routes", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer();
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it("answers /healthz and /readyz without a token", async () => {
+    const health = await fetch(`${server.url}/healthz`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ status: "ok" });
+    const ready = await fetch(`${server.url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ status: "ready" });
+  });
+});
+
+describe("graceful shutdown", () => {
+  it("finishes a request in flight, then refuses new connections", async () => {
+    const server = await startTestServer();
+    const body = JSON.stringify({ name: "late-body", description: "x".repeat(1000) });
+    const response = new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = http.request(
+        `${server.url}/iam/v2beta1/groups`,
+        {
+          method: "POST",
+          headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+        },
+        (res) => {
+          let text = "";
+          res.on("data", (c: Buffer) => (text += c.toString()));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, text }));
+        },
+      );
+      req.on("error", reject);
+      req.write(body.slice(0, 10));
+      // the rest of the body arrives after shutdown has begun
+      setTimeout(() => req.end(body.slice(10)), 300);
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    const closing = server.stop();
+    const res = await response;
+    expect(res.status).toBe(200);
+    expect(JSON.parse(res.text)).toMatchObject({ name: "late-body" });
+    await closing;
+    await expect(fetch(`${server.url}/healthz`)).rejects.toThrow();
+  });
+});
+
+describe("TLS with ALPN", () => {
+  let server: TestServer;
+  let dir: string;
+  let cert: Buffer;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "platform-tls-"));
+    execFileSync("openssl", [
+      "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
+      "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+      "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"),
+    ], { stdio: "ignore" });
+    cert = await readFile(join(dir, "cert.pem"));
+    server = await startTestServer({ PLATFORM_TLS_CERT: join(dir, "cert.pem"), PLATFORM_TLS_KEY: join(dir, "key.pem") });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("serves gRPC over h2 and REST over HTTP/1.1 on one TLS port", async () => {
+    const baseUrl = `https://localhost:${server.app.port}`;
+    const client = createClient(
+      GroupsService,
+      createGrpcTransport({
+        baseUrl,
+        nodeOptions: { ca: cert },
+        interceptors: [(next) => (req) => (req.header.set("authorization", `Bearer ${server.token}`), next(req))],
+      }),
+    );
+    const g = await client.createGroup({ group: { name: "tls-org" } });
+    expect(g.uid).toMatch(/^[0-9a-f]{40}$/);
+
+    const viaH1 = await new Promise<{ status: number; alpn: string | false; text: string }>((resolve, reject) => {
+      const req = https.request(`${baseUrl}/iam/v2beta1/groups/${g.uid}`, { headers: { authorization: `Bearer ${server.token}` }, ca: cert, ALPNProtocols: ["http/1.1"] } as https.RequestOptions, (res) => {
+        let text = "";
+        const alpn = (res.socket as TLSSocket).alpnProtocol ?? false;
+        res.on("data", (c: Buffer) => (text += c.toString()));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, alpn, text }));
+      });
+      req.on("error", reject);
+      req.end();
+    });
+    expect(viaH1.status).toBe(200);
+    expect(viaH1.alpn).toBe("http/1.1");
+    expect(JSON.parse(viaH1.text)).toMatchObject({ uid: g.uid, name: "tls-org" });
+
+    const session = http2.connect(baseUrl, { ca: cert });
+    try {
+      await new Promise<void>((resolve) => session.once("connect", () => resolve()));
+      expect(session.alpnProtocol).toBe("h2");
+    } finally {
+      session.close();
+    }
+  });
+});
+
+describe("npm start", () => {
+  it("serves, writes the admin token, and exits 0 on SIGTERM", async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), "platform-start-"));
+    const child = spawn(process.execPath, ["--import", "tsx", "src/server/main.ts"], {
+      env: { ...process.env, PORT: "0", PLATFORM_DATA_DIR: dataDir, LOG_LEVEL: "info", DATABASE_URL: "" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    try {
+      const port = await new Promise<number>((resolve, reject) => {
+        let out = "";
+        const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 30_000);
+        child.stdout.on("data", (c: Buffer) => {
+          out += c.toString();
+          const m = /"port":(\d+)/.exec(out);
+          if (m) {
+            clearTimeout(timer);
+            resolve(Number(m[1]));
+          }
+        });
+        child.once("exit", (code) => reject(new Error(`exited ${code}: ${out}`)));
+      });
+      expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+      const token = (await readFile(join(dataDir, "admin-token"), "utf8")).trim();
+      const res = await fetch(`http://127.0.0.1:${port}/iam/v2beta1/groups`, { headers: { authorization: `Bearer ${token}` } });
+      expect(res.status).toBe(200);
+      const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+      child.kill("SIGTERM");
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill("SIGKILL");
+      await rm(dataDir, { recursive: true, force: true });
+    }
+  });
+});

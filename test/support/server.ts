@@ -1,0 +1,60 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { loadConfig, type Config } from "../../src/server/config.js";
+import { startApp, type App } from "../../src/server/app.js";
+import { TestClock } from "./clock.js";
+import { createFreshDatabase, postgresAdminUrl } from "./database.js";
+
+export interface TestServer {
+  app: App;
+  /** http://127.0.0.1:<port> */
+  url: string;
+  clock: TestClock;
+  /** A valid admin API token. */
+  token: string;
+  backend: "pglite" | "postgres";
+  /** A new admin token valid from the test clock's now (after advancing it past an hour). */
+  renewToken(): Promise<string>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the real server on a free loopback port with its own fresh store:
+ * PGlite in a temporary directory, or a new PostgreSQL database when
+ * DATABASE_URL is set. stop() drops everything it made.
+ */
+export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+  const dataDir = await mkdtemp(join(tmpdir(), "platform-test-"));
+  const adminUrl = postgresAdminUrl();
+  const fresh = adminUrl ? await createFreshDatabase(adminUrl) : undefined;
+  const clock = new TestClock();
+  const config: Config = loadConfig({
+    PORT: "0",
+    HOST: "127.0.0.1",
+    PLATFORM_DATA_DIR: dataDir,
+    PLATFORM_SHUTDOWN_GRACE_MS: "2000",
+    ...(fresh ? { DATABASE_URL: fresh.url } : {}),
+    ...env,
+  });
+  const app = await startApp(config, { logger: pino({ level: "silent" }), clock: clock.now });
+  const server: TestServer = {
+    app,
+    url: `http://127.0.0.1:${app.port}`,
+    clock,
+    token: app.adminToken?.token ?? "",
+    backend: fresh ? "postgres" : "pglite",
+    async renewToken() {
+      const sub = JSON.parse(Buffer.from(server.token.split(".")[1] ?? "", "base64url").toString()) as { sub: string };
+      server.token = (await app.tokens.mint(sub.sub, app.urls.baseUrl)).token;
+      return server.token;
+    },
+    async stop() {
+      await app.close();
+      await fresh?.drop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+  return server;
+}
