@@ -1,27 +1,21 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { DescService } from "@bufbuild/protobuf";
 import { createRouterTransport, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
-import { GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { SigningKeys, TokenService, authenticationInterceptor, bootstrapAdminToken, writeAdminToken, type MintedToken } from "../auth/index.js";
 import { openDatabase, type DatabaseHandle } from "../db/index.js";
 import { errorInfoInterceptor } from "../errors/index.js";
 import { ListEngine } from "../list/index.js";
 import { createRestHandler } from "../rest/index.js";
-import type { ServiceContext } from "../services/context.js";
+import { API_SERVICES, type ServiceContext } from "../services/index.js";
 import { registerHealth, registerReflection } from "../services/grpc/index.js";
-import { groupsService } from "../services/iam/groups.js";
 import { resolveUrls, type Config, type ResolvedUrls } from "./config.js";
 import { bind, type RequestHandler } from "./listener.js";
 import { plainRoutes } from "./plain-routes.js";
 
 /** Requests and messages over 1 MiB are refused on every protocol. */
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
-
-/** The API services, in the order reflection lists them. */
-export const API_SERVICES: DescService[] = [GroupsService];
 
 export interface AppOptions {
   logger: Logger;
@@ -68,13 +62,13 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     }
   };
 
-  const apiRoutes = (router: ConnectRouter) => {
-    router.service(GroupsService, groupsService(ctx));
-  };
+  const descriptors = API_SERVICES.map((s) => s.service);
+  const implementations = API_SERVICES.map((s) => s.implement(ctx));
+  const apiRoutes = (router: ConnectRouter) => implementations.forEach((register) => register(router));
   const routes = (router: ConnectRouter) => {
     apiRoutes(router);
-    registerReflection(router, API_SERVICES);
-    registerHealth(router, { status: async () => ((await ready()) ? "SERVING" : "NOT_SERVING") }, API_SERVICES.map((s) => s.typeName), shutdown.signal);
+    registerReflection(router, descriptors);
+    registerHealth(router, { status: async () => ((await ready()) ? "SERVING" : "NOT_SERVING") }, descriptors.map((s) => s.typeName), shutdown.signal);
   };
   const interceptors: Interceptor[] = [
     errorInfoInterceptor(urls.serviceDomain, (cause) => log.error({ err: cause }, "internal error")),
@@ -83,7 +77,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   const routerOptions = { interceptors, readMaxBytes: MAX_MESSAGE_BYTES, writeMaxBytes: 16 * MAX_MESSAGE_BYTES };
 
   const rest = createRestHandler({
-    services: API_SERVICES,
+    services: descriptors,
     transport: createRouterTransport(apiRoutes, { router: routerOptions }),
     serviceDomain: urls.serviceDomain,
     maxBodyBytes: MAX_MESSAGE_BYTES,

@@ -1,0 +1,131 @@
+import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
+import type { FieldMask } from "@bufbuild/protobuf/wkt";
+import { eq } from "drizzle-orm";
+import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
+import { isForeignKeyViolation, isUniqueViolation, type Database, type Executor, type Transaction } from "../db/index.js";
+import { alreadyExists, invalidArgument, notFound } from "../errors/index.js";
+import { applyUpdate } from "../fieldmask/index.js";
+
+/** How one resource maps between its table and its message. */
+export interface ResourceMapping<T extends PgTable, Desc extends DescMessage> {
+  /** Singular noun for errors: "group", "identity". */
+  kind: string;
+  table: T;
+  uid: PgColumn;
+  schema: Desc;
+  toMessage(row: T["$inferSelect"]): MessageShape<Desc>;
+  /** Checks a message about to be stored (after create defaults or an update); throws INVALID_ARGUMENT. */
+  validate(message: MessageShape<Desc>): void;
+  /** The writable columns of a message (used by create and update). */
+  toColumns(message: MessageShape<Desc>): Partial<T["$inferInsert"]>;
+  /** ALREADY_EXISTS description for a unique-constraint collision. */
+  duplicate?: (message: MessageShape<Desc>) => string;
+  /** NOT_FOUND kind for a foreign-key failure on insert ("group" when the parent is missing). */
+  missingReference?: string;
+}
+
+export function requireField(value: string, field: string): string {
+  if (!value) throw invalidArgument(field, "is required");
+  return value;
+}
+
+/**
+ * The shared Get/Create/Update/Delete machinery behind every resource
+ * service: row locking, update masks, and the mapping of constraint
+ * violations to typed errors.
+ */
+export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
+  private readonly hasCreateTime: boolean;
+  private readonly hasUpdateTime: boolean;
+
+  constructor(
+    private readonly db: Database,
+    private readonly clock: () => Date,
+    readonly mapping: ResourceMapping<T, Desc>,
+  ) {
+    // Tables name their timestamps createTime/updateTime; the store keeps them.
+    this.hasCreateTime = "createTime" in mapping.table;
+    this.hasUpdateTime = "updateTime" in mapping.table;
+  }
+
+  private stamps(creating: boolean): Record<string, Date> {
+    const now = this.clock();
+    const out: Record<string, Date> = {};
+    if (creating && this.hasCreateTime) out["createTime"] = now;
+    if (this.hasUpdateTime) out["updateTime"] = now;
+    return out;
+  }
+
+  /** The row, or NOT_FOUND. `lock` takes a row lock inside a transaction. */
+  async row(db: Executor, uid: string, lock = false): Promise<T["$inferSelect"]> {
+    const m = this.mapping;
+    const query = db.select().from(m.table as PgTable).where(eq(m.uid, uid));
+    const [row] = await (lock ? query.for("update") : query);
+    if (!row) throw notFound(m.kind, uid);
+    return row as T["$inferSelect"];
+  }
+
+  async get(uid: string, field = "uid"): Promise<MessageShape<Desc>> {
+    return this.mapping.toMessage(await this.row(this.db, requireField(uid, field)));
+  }
+
+  /** Validates and inserts; `extra` supplies uid, parent and output-only columns. */
+  async create(message: MessageShape<Desc>, extra: Partial<T["$inferInsert"]>, db: Executor = this.db): Promise<MessageShape<Desc>> {
+    const m = this.mapping;
+    m.validate(message);
+    const values = { ...m.toColumns(message), ...this.stamps(true), ...extra } as T["$inferInsert"];
+    try {
+      const [row] = (await db.insert(m.table).values(values).returning()) as T["$inferSelect"][];
+      return m.toMessage(row!);
+    } catch (e) {
+      throw this.constraintError(e, message, values);
+    }
+  }
+
+  /**
+   * Applies an update (DESIGN §4) under a row lock: the current message,
+   * patched by `patch` and `mask`, validated, written back with `extra`.
+   */
+  async update(
+    uid: string,
+    patch: MessageShape<Desc>,
+    mask: FieldMask | undefined,
+    extra: (tx: Transaction, next: MessageShape<Desc>) => Partial<T["$inferInsert"]> | Promise<Partial<T["$inferInsert"]>> = () => ({}),
+  ): Promise<MessageShape<Desc>> {
+    const m = this.mapping;
+    let next: MessageShape<Desc> | undefined;
+    try {
+      return await this.db.transaction(async (tx) => {
+        const current = m.toMessage(await this.row(tx, uid, true));
+        next = applyUpdate(m.schema, current, patch, mask);
+        m.validate(next);
+        const values = { ...m.toColumns(next), ...this.stamps(false), ...(await extra(tx, next)) };
+        const [row] = (await tx.update(m.table).set(values).where(eq(m.uid, uid)).returning()) as T["$inferSelect"][];
+        return m.toMessage(row!);
+      });
+    } catch (e) {
+      throw this.constraintError(e, next ?? patch, {});
+    }
+  }
+
+  /** Deletes under a row lock; `before` runs in the same transaction (checks, dependent rows). */
+  async delete(uid: string, before: (tx: Transaction, row: T["$inferSelect"]) => Promise<void> = async () => {}): Promise<void> {
+    const m = this.mapping;
+    await this.db.transaction(async (tx) => {
+      const row = await this.row(tx, requireField(uid, "uid"), true);
+      await before(tx, row);
+      await tx.delete(m.table).where(eq(m.uid, uid));
+    });
+  }
+
+  private constraintError(e: unknown, message: MessageShape<Desc>, values: object): unknown {
+    const m = this.mapping;
+    if (isUniqueViolation(e)) {
+      return alreadyExists(m.kind, String((values as { name?: unknown }).name ?? ""), m.duplicate?.(message) ?? `such a ${m.kind} already exists`);
+    }
+    if (isForeignKeyViolation(e) && m.missingReference) {
+      return notFound(m.missingReference, String((values as { parentUid?: unknown }).parentUid ?? ""));
+    }
+    return e;
+  }
+}
