@@ -15,7 +15,10 @@ export const MAX_PAGE_SIZE = 200;
 export interface ListSource<T extends PgTable> {
   table: T;
   uid: PgColumn;
-  parentUid: PgColumn;
+  /** The group holding each row; omit for global resources (advisories, built-ins). */
+  parentUid?: PgColumn;
+  /** Prefix-matched by descendants_of / in_root when the uid is not itself a path. */
+  path?: PgColumn;
   isGroup: boolean;
   /** Sortable columns besides uid, by canonical name (name, create_time, update_time). */
   sortable: Partial<Record<"name" | "create_time" | "update_time", PgColumn>>;

@@ -13,8 +13,10 @@ export interface UidpFilter {
 
 export interface ScopeColumns {
   uid: PgColumn;
-  /** The group that holds the row. */
-  parentUid: PgColumn;
+  /** The hierarchical path that descendants_of and in_root match by prefix; the uid unless given (roles have single-segment uids). */
+  path?: PgColumn | undefined;
+  /** The group that holds the row; absent for global resources, which refuse scope filters. */
+  parentUid?: PgColumn | undefined;
   /** Groups are their own hierarchy: `ancestors_of` means the groups above. */
   isGroup: boolean;
 }
@@ -39,16 +41,24 @@ function strictPrefixes(uid: string): string[] {
 export function scopeConditions(cols: ScopeColumns, f: UidpFilter | undefined): SQL[] {
   if (!f) return [];
   const where: SQL[] = [];
-  if (f.descendantsOf) where.push(below(cols.uid, f.descendantsOf));
-  if (f.childrenOf) where.push(eq(cols.parentUid, f.childrenOf));
-  if (f.inRoot) where.push(or(eq(cols.uid, f.inRoot), below(cols.uid, f.inRoot)) as SQL);
-  if (f.ancestorsOf) {
+  const parentUid = cols.parentUid;
+  if (!parentUid) {
+    if (f.descendantsOf || f.childrenOf || f.inRoot || f.ancestorsOf) {
+      throw invalidArgument("uidp", "this resource is global; only uidp.ids applies");
+    }
+  } else {
+    const path = cols.path ?? cols.uid;
+    if (f.descendantsOf) where.push(below(path, f.descendantsOf));
+    if (f.childrenOf) where.push(eq(parentUid, f.childrenOf));
+    if (f.inRoot) where.push(or(eq(path, f.inRoot), below(path, f.inRoot)) as SQL);
+  }
+  if (parentUid && f.ancestorsOf) {
     const above = strictPrefixes(f.ancestorsOf);
     if (cols.isGroup) {
       where.push(above.length ? inArray(cols.uid, above) : eq(cols.uid, "\u0000"));
     } else {
       // Resources held by the group itself or by any group above it.
-      where.push(inArray(cols.parentUid, [...above, f.ancestorsOf]));
+      where.push(inArray(parentUid, [...above, f.ancestorsOf]));
     }
   }
   if (f.ids.length > MAX_IDS) throw invalidArgument("uidp.ids", `at most ${MAX_IDS} uids`);
