@@ -16,8 +16,13 @@ export interface VerifiedToken {
   expiry: Date;
 }
 
+/** Verified tokens kept so a repeat caller skips the signature check (ES256 verify dominates a cheap GET). */
+const VERIFIED_CACHE_SIZE = 10_000;
+
 /** Mints and verifies the service's own API tokens (JWT, ES256). */
 export class TokenService {
+  private readonly verified = new Map<string, VerifiedToken>();
+
   constructor(
     private readonly keys: SigningKeys,
     private readonly issuer: string,
@@ -47,6 +52,22 @@ export class TokenService {
    */
   async verify(token: string, audiences: string[]): Promise<VerifiedToken> {
     const reject = () => unauthenticated("the bearer token is missing, malformed, expired or not meant for this service");
+    const cached = this.verified.get(token);
+    if (cached) {
+      if (cached.expiry.getTime() > this.clock().getTime() && audiences.includes(cached.audience)) return cached;
+      throw reject();
+    }
+    const result = await this.verifySignature(token, audiences, reject);
+    if (this.verified.size >= VERIFIED_CACHE_SIZE) {
+      // Map iteration is insertion order: drop the oldest entry.
+      const oldest = this.verified.keys().next();
+      if (!oldest.done) this.verified.delete(oldest.value);
+    }
+    this.verified.set(token, result);
+    return result;
+  }
+
+  private async verifySignature(token: string, audiences: string[], reject: () => Error): Promise<VerifiedToken> {
     let kid: string | undefined;
     try {
       const header = decodeProtectedHeader(token);
