@@ -3,3 +3,5 @@ export { TokenService, API_TOKEN_TTL_SECONDS, type MintedToken, type VerifiedTok
 export { authenticationInterceptor, principalKey, bearerToken, type Principal } from "./principal.js";
 export { openidConfiguration, jwks } from "./well-known.js";
 export { bootstrapAdminToken, writeAdminToken } from "./bootstrap.js";
+export { OidcIssuers } from "./oidc-issuers.js";
+export { exchangeToken, matchesPattern, type TokenExchangeDeps } from "./token-exchange.js";

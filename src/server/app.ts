@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { createRouterTransport, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
-import { SigningKeys, TokenService, authenticationInterceptor, bootstrapAdminToken, writeAdminToken, type MintedToken } from "../auth/index.js";
+import { OidcIssuers, SigningKeys, TokenService, authenticationInterceptor, bootstrapAdminToken, writeAdminToken, type MintedToken } from "../auth/index.js";
 import { openDatabase, type DatabaseHandle } from "../db/index.js";
 import { errorInfoInterceptor } from "../errors/index.js";
 import { ListEngine } from "../list/index.js";
@@ -83,7 +83,21 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     maxBodyBytes: MAX_MESSAGE_BYTES,
     onInternalError: (cause) => log.error({ err: cause }, "internal error in REST layer"),
   });
-  const plain = plainRoutes({ keys, issuer: urls.authUrl, ready });
+  const plain = plainRoutes({
+    keys,
+    issuer: urls.authUrl,
+    ready,
+    exchange: {
+      db: database.db,
+      tokens,
+      issuers: new OidcIssuers({ allowInsecure: config.allowInsecureIssuers, clock }),
+      audiences: [urls.baseUrl, urls.registryAudience],
+      clock,
+      onRejected: (reason) => log.info({ reason }, "token exchange rejected"),
+    },
+    errorDomain: `iam.${urls.serviceDomain}`,
+    onInternalError: (cause) => log.error({ err: cause }, "internal error in an HTTP route"),
+  });
   const rpc = connectNodeAdapter({
     routes,
     ...routerOptions,

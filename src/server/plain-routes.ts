@@ -1,6 +1,8 @@
 import type http from "node:http";
 import type http2 from "node:http2";
-import { jwks, openidConfiguration, type SigningKeys } from "../auth/index.js";
+import { ConnectError } from "@connectrpc/connect";
+import { bearerToken, exchangeToken, jwks, openidConfiguration, type SigningKeys, type TokenExchangeDeps } from "../auth/index.js";
+import { httpStatusFromCode, internalError, toStatusJson, withErrorInfo } from "../errors/index.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 type Res = http.ServerResponse | http2.Http2ServerResponse;
@@ -10,6 +12,10 @@ export interface PlainRouteDeps {
   issuer: string;
   /** Database reachable and not shutting down. */
   ready: () => Promise<boolean>;
+  exchange: TokenExchangeDeps;
+  /** ErrorInfo domain of auth errors. */
+  errorDomain: string;
+  onInternalError: (cause: unknown) => void;
 }
 
 function sendJson(res: Res, status: number, body: unknown, cache = "no-store"): void {
@@ -18,25 +24,70 @@ function sendJson(res: Res, status: number, body: unknown, cache = "no-store"): 
   res.end(text);
 }
 
+interface Route {
+  methods: string[];
+  serve(req: Req, res: Res, url: URL): Promise<void>;
+}
+
 /**
- * The ops and auth routes that are plain HTTP rather than RPCs. Returns
- * undefined when the request is not one of them.
+ * The ops and auth routes that are plain HTTP rather than RPCs. Auth routes
+ * live under the auth URL's path. Returns undefined when the request is not
+ * one of them.
  */
 export function plainRoutes(deps: PlainRouteDeps): (req: Req, res: Res) => Promise<void> | undefined {
-  const routes: Record<string, (res: Res) => Promise<void>> = {
-    "/healthz": async (res) => sendJson(res, 200, { status: "ok" }),
-    "/readyz": async (res) => {
-      const ok = await deps.ready();
-      sendJson(res, ok ? 200 : 503, { status: ok ? "ready" : "unavailable" });
-    },
-    "/.well-known/openid-configuration": async (res) =>
-      sendJson(res, 200, openidConfiguration(deps.issuer), "public, max-age=300"),
-    "/.well-known/jwks.json": async (res) => sendJson(res, 200, await jwks(deps.keys), "public, max-age=300"),
+  const authPrefix = new URL(deps.issuer).pathname.replace(/\/+$/, "");
+  const routes = new Map<string, Route>([
+    ["/healthz", { methods: ["GET", "HEAD"], serve: async (_req, res) => sendJson(res, 200, { status: "ok" }) }],
+    [
+      "/readyz",
+      {
+        methods: ["GET", "HEAD"],
+        serve: async (_req, res) => {
+          const ok = await deps.ready();
+          sendJson(res, ok ? 200 : 503, { status: ok ? "ready" : "unavailable" });
+        },
+      },
+    ],
+    [
+      `${authPrefix}/.well-known/openid-configuration`,
+      { methods: ["GET", "HEAD"], serve: async (_req, res) => sendJson(res, 200, openidConfiguration(deps.issuer), "public, max-age=300") },
+    ],
+    [
+      `${authPrefix}/.well-known/jwks.json`,
+      { methods: ["GET", "HEAD"], serve: async (_req, res) => sendJson(res, 200, await jwks(deps.keys), "public, max-age=300") },
+    ],
+    [
+      `${authPrefix}/sts/exchange`,
+      {
+        methods: ["GET", "POST"],
+        serve: async (req, res, url) => {
+          const minted = await exchangeToken(deps.exchange, {
+            audience: url.searchParams.get("aud") ?? "",
+            identityUid: url.searchParams.get("identity") ?? "",
+            oidcToken: bearerToken(req.headers["authorization"] ?? null),
+          });
+          sendJson(res, 200, { token: minted.token, expiry: minted.expiry.toISOString() });
+        },
+      },
+    ],
+  ]);
+
+  const fail = (res: Res, e: unknown) => {
+    let err: ConnectError;
+    if (e instanceof ConnectError) {
+      err = e;
+    } else {
+      deps.onInternalError(e);
+      err = internalError(e);
+    }
+    withErrorInfo(err, deps.errorDomain);
+    sendJson(res, httpStatusFromCode(err.code), toStatusJson(err));
   };
+
   return (req, res) => {
-    if (req.method !== "GET" && req.method !== "HEAD") return undefined;
-    const path = (req.url ?? "/").split("?", 1)[0] ?? "/";
-    const route = routes[path];
-    return route?.(res);
+    const url = new URL(req.url ?? "/", "http://localhost");
+    const route = routes.get(url.pathname);
+    if (!route || !route.methods.includes(req.method ?? "")) return undefined;
+    return route.serve(req, res, url).catch((e: unknown) => fail(res, e));
   };
 }

@@ -1,0 +1,187 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { eq } from "drizzle-orm";
+import { decodeJwt } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newChildUid, schema } from "../../src/db/index.js";
+import { restClient, type JsonObject } from "../support/clients.js";
+import { startOidcProvider, type TestOidcProvider } from "../support/oidc-provider.js";
+import { startTestServer, type TestServer } from "../support/server.js";
+
+let server: TestServer;
+let provider: TestOidcProvider;
+let other: TestOidcProvider;
+let groupUid: string;
+
+beforeAll(async () => {
+  provider = await startOidcProvider(["workload-a", "workload-b"]);
+  other = await startOidcProvider(["workload-a"]);
+  server = await startTestServer({ PLATFORM_ALLOW_INSECURE_ISSUERS: "true" });
+  const g = await restClient(server.url, server.token)("POST", "/iam/v2beta1/groups", { name: "sts-org" });
+  groupUid = g.body["uid"] as string;
+});
+afterAll(async () => {
+  await server?.stop();
+  await provider?.stop();
+  await other?.stop();
+});
+
+interface ClaimMatch {
+  claimIssuer?: string;
+  claimSubject?: string;
+  claimIssuerPattern?: string;
+  claimSubjectPattern?: string;
+  claimAudience?: string;
+}
+
+async function makeIdentity(match: ClaimMatch): Promise<string> {
+  const now = server.clock.now();
+  const uid = newChildUid(groupUid);
+  await server.app.database.db.insert(schema.identities).values({
+    uid,
+    parentUid: groupUid,
+    name: `workload ${uid.slice(-6)}`,
+    ...match,
+    lastSeenTime: new Date(now.getTime() - 60_000),
+    createTime: now,
+    updateTime: now,
+  });
+  return uid;
+}
+
+async function exchange(identity: string, token: string | undefined, aud = server.app.urls.baseUrl, method = "GET") {
+  const url = `${server.url}/sts/exchange?aud=${encodeURIComponent(aud)}&identity=${encodeURIComponent(identity)}`;
+  const res = await fetch(url, { method, headers: token ? { authorization: `Bearer ${token}` } : {} });
+  return { status: res.status, body: (await res.json()) as JsonObject };
+}
+
+const REJECTED = {
+  code: 16,
+  message: "Unauthenticated: the token was not accepted for this identity",
+};
+
+describe("token exchange (/sts/exchange)", () => {
+  it("trades a workload token that matches the identity for a one-hour API token", async () => {
+    const identity = await makeIdentity({ claimIssuer: provider.issuer, claimSubject: "workload-a" });
+    const before = (await server.app.database.db.select().from(schema.identities).where(eq(schema.identities.uid, identity)))[0]!;
+    const res = await exchange(identity, await provider.workloadToken("workload-a"));
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const token = res.body["token"] as string;
+    const claims = decodeJwt(token);
+    expect(claims).toMatchObject({ sub: identity, aud: server.app.urls.baseUrl, iss: server.app.urls.authUrl });
+    expect(claims.exp! - claims.iat!).toBe(3600);
+    expect(new Date(res.body["expiry"] as string).getTime()).toBe(claims.exp! * 1000);
+    const list = await restClient(server.url, token)("GET", "/iam/v2beta1/groups");
+    expect(list.status).toBe(200);
+    const after = (await server.app.database.db.select().from(schema.identities).where(eq(schema.identities.uid, identity)))[0]!;
+    expect(after.lastSeenTime!.getTime()).toBeGreaterThan(before.lastSeenTime!.getTime());
+  });
+
+  it("accepts POST and the registry audience", async () => {
+    const identity = await makeIdentity({ claimIssuer: provider.issuer, claimSubject: "workload-a" });
+    const res = await exchange(identity, await provider.workloadToken("workload-a"), server.app.urls.registryAudience, "POST");
+    expect(res.status).toBe(200);
+    expect(decodeJwt(res.body["token"] as string).aud).toBe(server.app.urls.registryAudience);
+  });
+
+  it("matches anchored subject and issuer patterns", async () => {
+    const byPattern = await makeIdentity({ claimIssuerPattern: "http://127\\.0\\.0\\.1:\\d+", claimSubjectPattern: "workload-[ab]" });
+    expect((await exchange(byPattern, await provider.workloadToken("workload-b"))).status).toBe(200);
+    const unanchored = await makeIdentity({ claimIssuer: provider.issuer, claimSubjectPattern: "workload" });
+    expect((await exchange(unanchored, await provider.workloadToken("workload-a"))).body).toMatchObject(REJECTED);
+  });
+
+  it("checks the audience when the identity names one", async () => {
+    const identity = await makeIdentity({ claimIssuer: provider.issuer, claimSubject: "workload-a", claimAudience: "urn:other" });
+    expect((await exchange(identity, await provider.workloadToken("workload-a"))).status).toBe(401);
+    expect((await exchange(identity, await provider.workloadToken("workload-a", "urn:other"))).status).toBe(200);
+  });
+
+  it("answers every refusal the same way: wrong identity, subject, signature, issuer or expiry", async () => {
+    const identity = await makeIdentity({ claimIssuer: provider.issuer, claimSubject: "workload-a" });
+    const good = await provider.workloadToken("workload-a");
+    const [h, p] = good.split(".");
+    const cases = {
+      "unknown identity": await exchange(newChildUid(groupUid), good),
+      "other subject": await exchange(identity, await provider.workloadToken("workload-b")),
+      "bad signature": await exchange(identity, `${h}.${p}.${Buffer.from("nope").toString("base64url")}`),
+      "other issuer": await exchange(identity, await other.workloadToken("workload-a")),
+      "alg none": await exchange(identity, `${Buffer.from('{"alg":"none"}').toString("base64url")}.${p}.`),
+      "no token": await exchange(identity, undefined),
+    };
+    for (const [label, res] of Object.entries(cases)) {
+      expect(res.status, label).toBe(401);
+      expect(res.body, label).toMatchObject(REJECTED);
+      expect((res.body["details"] as JsonObject[])[0], label).toMatchObject({ reason: "UNAUTHENTICATED", domain: "iam.localhost" });
+    }
+    server.clock.advance(15 * 60 * 1000);
+    expect((await exchange(identity, good)).body).toMatchObject(REJECTED);
+    await server.renewToken();
+  });
+
+  it("contacts only the identity's configured issuer", async () => {
+    const identity = await makeIdentity({ claimIssuer: provider.issuer, claimSubject: "workload-a" });
+    const token = await other.workloadToken("workload-a");
+    const before = other.requests();
+    expect((await exchange(identity, token)).status).toBe(401);
+    expect((await exchange(newChildUid(groupUid), token)).status).toBe(401);
+    expect(other.requests()).toBe(before);
+  });
+
+  it("refuses a missing or foreign audience parameter with INVALID_ARGUMENT", async () => {
+    const identity = await makeIdentity({ claimIssuer: provider.issuer, claimSubject: "workload-a" });
+    const token = await provider.workloadToken("workload-a");
+    for (const aud of ["", "https://evil.example"]) {
+      const res = await exchange(identity, token, aud);
+      expect(res.status).toBe(400);
+      expect(res.body["code"]).toBe(3);
+    }
+  });
+
+  it("survives an issuer that answers with a huge document", async () => {
+    const huge = http.createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(`{"issuer": "${"x".repeat(2 * 1024 * 1024)}"}`);
+    });
+    await new Promise<void>((resolve) => huge.listen(0, "127.0.0.1", () => resolve()));
+    try {
+      const issuer = `http://127.0.0.1:${(huge.address() as AddressInfo).port}`;
+      const identity = await makeIdentity({ claimIssuer: issuer, claimSubject: "workload-a" });
+      const res = await exchange(identity, await provider.workloadToken("workload-a"));
+      expect(res.body).toMatchObject(REJECTED);
+      expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+    } finally {
+      huge.closeAllConnections();
+      huge.close();
+    }
+  });
+});
+
+describe("token exchange without PLATFORM_ALLOW_INSECURE_ISSUERS", () => {
+  it("never contacts an http issuer", async () => {
+    const strict = await startTestServer();
+    try {
+      const g = await restClient(strict.url, strict.token)("POST", "/iam/v2beta1/groups", { name: "strict" });
+      const now = strict.clock.now();
+      const uid = newChildUid(g.body["uid"] as string);
+      await strict.app.database.db.insert(schema.identities).values({
+        uid,
+        parentUid: g.body["uid"] as string,
+        name: "w",
+        claimIssuer: provider.issuer,
+        claimSubject: "workload-a",
+        createTime: now,
+        updateTime: now,
+      });
+      const token = await provider.workloadToken("workload-a");
+      const before = provider.requests();
+      const res = await fetch(`${strict.url}/sts/exchange?aud=${encodeURIComponent(strict.app.urls.baseUrl)}&identity=${uid}`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(res.status).toBe(401);
+      expect(provider.requests()).toBe(before);
+    } finally {
+      await strict.stop();
+    }
+  });
+});
