@@ -1,7 +1,7 @@
 import { eq, sql } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
 import { queryRows, type Executor } from "./client.js";
-import { groups, identities } from "./schema.js";
+import { accountAssociations, groupInvites, groups, identities, identityProviders, repos, roleBindings, roles } from "./schema.js";
 
 /** A kind of resource that a group can hold; a group holding any cannot be deleted. */
 interface GroupContent {
@@ -15,6 +15,14 @@ interface GroupContent {
 const GROUP_CONTENTS: GroupContent[] = [
   { label: "child groups", table: groups, parentUid: groups.parentUid },
   { label: "identities", table: identities, parentUid: identities.parentUid },
+  { label: "roles", table: roles, parentUid: roles.parentUid },
+  { label: "role bindings", table: roleBindings, parentUid: roleBindings.parentUid },
+  // Tags live in repos, so a group holding tags holds their repos.
+  { label: "repos", table: repos, parentUid: repos.parentUid },
+  { label: "identity providers", table: identityProviders, parentUid: identityProviders.parentUid },
+  // Its uid is the group's own uid, so it is found by parent_uid, not by a uid prefix.
+  { label: "an account association", table: accountAssociations, parentUid: accountAssociations.parentUid },
+  { label: "group invites", table: groupInvites, parentUid: groupInvites.parentUid },
 ];
 
 /** The labels of what `groupUid` still holds, in one query; empty when the group is empty. */

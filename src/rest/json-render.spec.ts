@@ -47,6 +47,17 @@ describe("JsonRenderer", () => {
     });
   });
 
+  it("always renders milliseconds, also on a whole second, and keeps finer precision", () => {
+    const group = create(GroupSchema, {
+      createTime: timestampFromDate(new Date("2024-01-02T03:04:05.000Z")),
+      updateTime: { seconds: 1704164645n, nanos: 123456000 },
+    });
+    expect(renderer.render(GroupSchema, group)).toMatchObject({
+      createTime: "2024-01-02T03:04:05.000Z",
+      updateTime: "2024-01-02T03:04:05.123456Z",
+    });
+  });
+
   it("renders every unset singular message field as null and omits unset optional and oneof fields", () => {
     const json = renderer.render(ThingSchema, create(ThingSchema, { name: "t" }));
     expect(json).toEqual({

@@ -15,6 +15,8 @@ interface PlanEntry {
   /** Plain message type to descend into (singular, list element or map value); undefined for WKTs. */
   readonly child: DescMessage | undefined;
   readonly container: "single" | "list" | "map";
+  /** A singular google.protobuf.Timestamp: always rendered with milliseconds. */
+  readonly timestamp: boolean;
 }
 
 interface NullPlan {
@@ -25,6 +27,13 @@ interface NullPlan {
 }
 
 const EMPTY = "google.protobuf.Empty";
+const TIMESTAMP = "google.protobuf.Timestamp";
+
+// protojson drops the fraction of a whole second ("…:56Z"); the API always
+// shows milliseconds ("…:56.000Z", DESIGN §2).
+function withMilliseconds(ts: string): string {
+  return ts.endsWith("Z") && !ts.includes(".") ? `${ts.slice(0, -1)}.000Z` : ts;
+}
 
 export class JsonRenderer {
   private readonly plans = new Map<string, NullPlan>();
@@ -51,6 +60,7 @@ export class JsonRenderer {
         if (e.nullable) missing = true;
         continue;
       }
+      if (e.timestamp && typeof value === "string") obj[e.jsonName] = withMilliseconds(value);
       if (e.child === undefined || value === null) continue;
       const child = e.child;
       if (e.container === "single") {
@@ -88,17 +98,18 @@ function buildPlan(desc: DescMessage): NullPlan {
       case "message": {
         // Oneof members and proto3 `optional` keep protojson's omission.
         const nullable = f.oneof === undefined && !f.proto.proto3Optional;
-        entries.push({ jsonName: f.jsonName, nullable, child: plainMessage(f.message), container: "single" });
+        const timestamp = f.message.typeName === TIMESTAMP;
+        entries.push({ jsonName: f.jsonName, nullable, child: plainMessage(f.message), container: "single", timestamp });
         break;
       }
       case "list":
         if (f.listKind === "message" && plainMessage(f.message) !== undefined) {
-          entries.push({ jsonName: f.jsonName, nullable: false, child: f.message, container: "list" });
+          entries.push({ jsonName: f.jsonName, nullable: false, child: f.message, container: "list", timestamp: false });
         }
         break;
       case "map":
         if (f.mapKind === "message" && plainMessage(f.message) !== undefined) {
-          entries.push({ jsonName: f.jsonName, nullable: false, child: f.message, container: "map" });
+          entries.push({ jsonName: f.jsonName, nullable: false, child: f.message, container: "map", timestamp: false });
         }
         break;
       default:

@@ -1,6 +1,24 @@
 import { GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
+import { IdentitiesService } from "../../gen/platform/iam/v2beta1/identities_pb.js";
+import { RolesService } from "../../gen/platform/iam/v2beta1/roles_pb.js";
+import { RoleBindingsService } from "../../gen/platform/iam/v2beta1/role_bindings_pb.js";
+import { AccountAssociationsService } from "../../gen/platform/iam/v2beta1/account_associations_pb.js";
+import { GroupInvitesService } from "../../gen/platform/iam/v2beta1/group_invites_pb.js";
+import { IdentityProvidersService } from "../../gen/platform/iam/v2beta1/identity_providers_pb.js";
+import { ReposService } from "../../gen/platform/registry/v2beta1/repos_pb.js";
+import { TagsService } from "../../gen/platform/registry/v2beta1/tags_pb.js";
+import { AdvisoriesService } from "../../gen/platform/vulnerabilities/v2beta1/advisories_pb.js";
 import { apiService, type ApiService } from "./api-service.js";
 import { groupsService } from "./iam/groups.js";
+import { reposService } from "./registry/repos.js";
+import { tagsService } from "./registry/tags.js";
+import { advisoriesService } from "./vulnerabilities/advisories.js";
+import { identitiesService } from "./iam/identities.js";
+import { rolesService } from "./iam/roles.js";
+import { roleBindingsService } from "./iam/role-bindings.js";
+import { accountAssociationsService } from "./iam/account-associations.js";
+import { groupInvitesService } from "./iam/group-invites.js";
+import { identityProvidersService } from "./iam/identity-providers.js";
 
 export type { ServiceContext } from "./context.js";
 export type { ApiService } from "./api-service.js";
@@ -8,4 +26,13 @@ export type { ApiService } from "./api-service.js";
 /** Every API service the server exposes, in the order reflection lists them. */
 export const API_SERVICES: ApiService[] = [
   apiService(GroupsService, groupsService),
+  apiService(IdentitiesService, identitiesService),
+  apiService(RolesService, rolesService),
+  apiService(RoleBindingsService, roleBindingsService),
+  apiService(IdentityProvidersService, identityProvidersService),
+  apiService(AccountAssociationsService, accountAssociationsService),
+  apiService(GroupInvitesService, groupInvitesService),
+  apiService(ReposService, reposService),
+  apiService(TagsService, tagsService),
+  apiService(AdvisoriesService, advisoriesService),
 ];

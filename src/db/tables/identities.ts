@@ -27,5 +27,7 @@ export const identities = pgTable(
     index("identities_name_idx").on(t.name, t.uid),
     index("identities_create_time_idx").on(t.createTime, t.uid),
     index("identities_update_time_idx").on(t.updateTime, t.uid),
+    // Serves the claim_match.issuer / claim_match.subject list filters.
+    index("identities_claim_idx").on(t.claimIssuer, t.claimSubject, t.uid),
   ],
 );

@@ -7,10 +7,9 @@ import type { ListSource } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
 import { ResourceStore, requireField, type ResourceMapping } from "../resource-store.js";
 import { toTimestamp } from "../timestamps.js";
+import { checkDescription, checkName } from "../validation.js";
 
 const GROUP_NAME_PATTERN = /^[a-z0-9 ._-]{1,}$/;
-const MAX_NAME_LENGTH = 200;
-const MAX_DESCRIPTION_LENGTH = 4096;
 
 export const groupsSource: ListSource<typeof schema.groups> = {
   table: schema.groups,
@@ -38,10 +37,8 @@ export const groupMapping: ResourceMapping<typeof schema.groups, typeof GroupSch
     }),
   validate: (g: Group) => {
     if (!GROUP_NAME_PATTERN.test(g.name)) throw invalidArgument("name", "must match the pattern ^[a-z0-9 ._-]{1,}$");
-    if (g.name.length > MAX_NAME_LENGTH) throw invalidArgument("name", `must be at most ${MAX_NAME_LENGTH} characters`);
-    if (g.description.length > MAX_DESCRIPTION_LENGTH) {
-      throw invalidArgument("description", `must be at most ${MAX_DESCRIPTION_LENGTH} characters`);
-    }
+    checkName(g.name);
+    checkDescription(g.description);
   },
   toColumns: (g) => ({ name: g.name, description: g.description, resourceLimits: g.resourceLimits }),
   duplicate: (g) => `a sibling group named "${g.name}" already exists`,

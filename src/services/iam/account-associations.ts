@@ -1,0 +1,149 @@
+import { create, fromJson, toJson, type DescMessage, type JsonObject, type MessageShape } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import {
+  AccountAssociationSchema,
+  AccountAssociationsService,
+  AccountAssociation_AmazonSchema,
+  AccountAssociation_AzureSchema,
+  AccountAssociation_GitHubSchema,
+  AccountAssociation_GoogleSchema,
+  ListAccountAssociationsResponseSchema,
+  type AccountAssociation,
+} from "../../../gen/platform/iam/v2beta1/account_associations_pb.js";
+import { schema } from "../../db/index.js";
+import { invalidArgument } from "../../errors/index.js";
+import type { ListSource } from "../../list/index.js";
+import type { ServiceContext } from "../context.js";
+import { ResourceStore, requireField, type ResourceMapping } from "../resource-store.js";
+import { toTimestamp } from "../timestamps.js";
+import { checkDescription, checkLength, MAX_NAME_LENGTH } from "../validation.js";
+
+const AWS_ACCOUNT = /^\d{12}$/;
+const GCP_PROJECT_ID = /^[a-z][a-z0-9-]{4,28}[a-z0-9]$/;
+const GCP_PROJECT_NUMBER = /^\d{1,20}$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const MAX_ENTRIES = 100;
+
+/** The scope path of a group's association: below the group, like everything else it holds. */
+const scopePath = (groupUid: string) => `${groupUid}/account-association`;
+
+export const accountAssociationsSource: ListSource<typeof schema.accountAssociations> = {
+  table: schema.accountAssociations,
+  uid: schema.accountAssociations.uid,
+  parentUid: schema.accountAssociations.parentUid,
+  path: schema.accountAssociations.path,
+  isGroup: false,
+  name: schema.accountAssociations.name,
+  sortable: {
+    name: schema.accountAssociations.name,
+    create_time: schema.accountAssociations.createTime,
+    update_time: schema.accountAssociations.updateTime,
+  },
+};
+
+// Each provider is stored as its sub-message in protojson (null when unset).
+function fromColumn<Desc extends DescMessage>(desc: Desc, json: JsonObject | null): MessageShape<Desc> | undefined {
+  return json ? fromJson(desc, json) : undefined;
+}
+function toColumn<Desc extends DescMessage>(desc: Desc, message: MessageShape<Desc> | undefined): JsonObject | null {
+  return message ? (toJson(desc, message) as JsonObject) : null;
+}
+
+function validateProviders(a: AccountAssociation): void {
+  if (a.amazon && !AWS_ACCOUNT.test(a.amazon.account)) throw invalidArgument("amazon.account", "must be a 12-digit AWS account id");
+  if (a.google) {
+    if (!GCP_PROJECT_ID.test(a.google.projectId)) {
+      throw invalidArgument("google.project_id", "must match ^[a-z][a-z0-9-]{4,28}[a-z0-9]$");
+    }
+    if (a.google.projectNumber && !GCP_PROJECT_NUMBER.test(a.google.projectNumber)) {
+      throw invalidArgument("google.project_number", "must be decimal digits");
+    }
+  }
+  if (a.azure) {
+    if (!UUID.test(a.azure.tenantId)) throw invalidArgument("azure.tenant_id", "must be a UUID");
+    const clients = Object.entries(a.azure.clientIds);
+    if (clients.length > MAX_ENTRIES) throw invalidArgument("azure.client_ids", `must have at most ${MAX_ENTRIES} entries`);
+    for (const [name, clientId] of clients) {
+      if (!name || name.length > MAX_NAME_LENGTH) {
+        throw invalidArgument("azure.client_ids", `names must be 1 to ${MAX_NAME_LENGTH} characters`);
+      }
+      if (!UUID.test(clientId)) throw invalidArgument(`azure.client_ids[${name}]`, "must be a UUID");
+    }
+  }
+  if (a.github) {
+    const ids = a.github.installations;
+    if (ids.length > MAX_ENTRIES) throw invalidArgument("github.installations", `must have at most ${MAX_ENTRIES} entries`);
+    ids.forEach((id, i) => {
+      if (id <= 0n) throw invalidArgument(`github.installations[${i}]`, "must be a positive installation id");
+      if (ids.indexOf(id) !== i) throw invalidArgument(`github.installations[${i}]`, `repeats installation ${id}`);
+    });
+  }
+}
+
+export const accountAssociationMapping: ResourceMapping<typeof schema.accountAssociations, typeof AccountAssociationSchema> = {
+  kind: "account association",
+  table: schema.accountAssociations,
+  uid: schema.accountAssociations.uid,
+  schema: AccountAssociationSchema,
+  toMessage: (row) =>
+    create(AccountAssociationSchema, {
+      uid: row.uid,
+      name: row.name,
+      description: row.description,
+      amazon: fromColumn(AccountAssociation_AmazonSchema, row.amazon),
+      google: fromColumn(AccountAssociation_GoogleSchema, row.google),
+      azure: fromColumn(AccountAssociation_AzureSchema, row.azure),
+      github: fromColumn(AccountAssociation_GitHubSchema, row.github),
+      createTime: toTimestamp(row.createTime),
+      updateTime: toTimestamp(row.updateTime),
+    }),
+  validate: (a) => {
+    checkLength(a.name, "name", MAX_NAME_LENGTH);
+    checkDescription(a.description);
+    validateProviders(a);
+  },
+  toColumns: (a) => ({
+    name: a.name,
+    description: a.description,
+    amazon: toColumn(AccountAssociation_AmazonSchema, a.amazon),
+    google: toColumn(AccountAssociation_GoogleSchema, a.google),
+    azure: toColumn(AccountAssociation_AzureSchema, a.azure),
+    github: toColumn(AccountAssociation_GitHubSchema, a.github),
+  }),
+  duplicate: () => "the group already has an account association; update it instead",
+  missingReference: "group",
+};
+
+export function accountAssociationsService(ctx: ServiceContext): ServiceImpl<typeof AccountAssociationsService> {
+  const store = new ResourceStore(ctx.db, ctx.clock, accountAssociationMapping);
+  return {
+    async listAccountAssociations(req) {
+      const page = await ctx.list.list(ctx.db, accountAssociationsSource, req);
+      return create(ListAccountAssociationsResponseSchema, { ...page, accountAssociations: page.rows.map(accountAssociationMapping.toMessage) });
+    },
+
+    getAccountAssociation: (req) => store.get(req.uid),
+
+    // One per group: the group's uid is the association's primary key.
+    createAccountAssociation(req) {
+      const group = requireField(req.parent, "parent");
+      return store.create(req.accountAssociation ?? create(AccountAssociationSchema), {
+        uid: group,
+        parentUid: group,
+        path: scopePath(group),
+      });
+    },
+
+    updateAccountAssociation: (req) =>
+      store.update(
+        requireField(req.accountAssociation?.uid ?? "", "account_association.uid"),
+        req.accountAssociation ?? create(AccountAssociationSchema),
+        req.updateMask,
+      ),
+
+    async deleteAccountAssociation(req) {
+      await store.delete(req.uid);
+      return {};
+    },
+  };
+}

@@ -1,0 +1,177 @@
+import { createHash, randomBytes } from "node:crypto";
+import { create } from "@bufbuild/protobuf";
+import type { Duration } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { and, eq, gt, inArray, isNull, or, sql } from "drizzle-orm";
+import {
+  GroupInviteSchema,
+  GroupInvitesService,
+  ListGroupInvitesResponseSchema,
+  type GroupInvite,
+} from "../../../gen/platform/iam/v2beta1/group_invites_pb.js";
+import { RoleReferenceSchema } from "../../../gen/platform/iam/v2beta1/references_pb.js";
+import { newChildUid, schema, type Executor } from "../../db/index.js";
+import { invalidArgument } from "../../errors/index.js";
+import type { ListSource } from "../../list/index.js";
+import type { ServiceContext } from "../context.js";
+import { ResourceStore, requireField, type ResourceMapping } from "../resource-store.js";
+import { toTimestamp } from "../timestamps.js";
+import { checkLength } from "../validation.js";
+import { assertRoleVisible, lockGroup } from "./visibility.js";
+
+const MAX_TTL_MS = 30 * 24 * 60 * 60 * 1000;
+const MAX_EMAIL_LENGTH = 254;
+// local@domain, the domain made of dot-separated DNS labels.
+const EMAIL = /^[^\s@]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$/;
+const CODE_BYTES = 32;
+
+export type GroupInviteRow = typeof schema.groupInvites.$inferSelect;
+
+export const groupInvitesSource: ListSource<typeof schema.groupInvites> = {
+  table: schema.groupInvites,
+  uid: schema.groupInvites.uid,
+  parentUid: schema.groupInvites.parentUid,
+  isGroup: false,
+  sortable: { create_time: schema.groupInvites.createTime, update_time: schema.groupInvites.updateTime },
+};
+
+/** The stored form of an invite code: its SHA-256, hex. */
+function hashCode(code: string): string {
+  return createHash("sha256").update(code, "utf8").digest("hex");
+}
+
+/** A ttl in milliseconds: more than 0, at most 30 days; INVALID_ARGUMENT on `ttl` otherwise. */
+function ttlMillis(ttl: Duration | undefined): number {
+  if (!ttl) throw invalidArgument("ttl", "is required");
+  const ms = Number(ttl.seconds) * 1000 + Math.ceil(ttl.nanos / 1_000_000);
+  if (!(ms > 0)) throw invalidArgument("ttl", "must be positive");
+  if (ms > MAX_TTL_MS) throw invalidArgument("ttl", "must be at most 30 days (2592000s)");
+  return ms;
+}
+
+export const groupInviteMapping: ResourceMapping<typeof schema.groupInvites, typeof GroupInviteSchema> = {
+  kind: "group invite",
+  table: schema.groupInvites,
+  uid: schema.groupInvites.uid,
+  schema: GroupInviteSchema,
+  // Neither the code nor the ttl can be rebuilt from a row; the role is hydrated separately.
+  toMessage: (row) =>
+    create(GroupInviteSchema, {
+      uid: row.uid,
+      roleUid: row.roleUid,
+      email: row.email,
+      singleUse: row.singleUse,
+      expirationTime: toTimestamp(row.expirationTime),
+      redeemTime: toTimestamp(row.redeemTime),
+      createTime: toTimestamp(row.createTime),
+      updateTime: toTimestamp(row.updateTime),
+    }),
+  validate: (i) => {
+    requireField(i.roleUid, "role_uid");
+    if (i.email) {
+      checkLength(i.email, "email", MAX_EMAIL_LENGTH);
+      if (!EMAIL.test(i.email)) throw invalidArgument("email", "must be an email address (local@domain.tld)");
+    }
+    ttlMillis(i.ttl);
+  },
+  toColumns: (i) => ({ roleUid: i.roleUid, email: i.email, singleUse: i.singleUse }),
+  missingReference: "group",
+};
+
+/** Sets `role` on each invite from one query for all of them. */
+async function withRoles(db: Executor, invites: GroupInvite[]): Promise<GroupInvite[]> {
+  const uids = [...new Set(invites.map((i) => i.roleUid))];
+  if (!uids.length) return invites;
+  const roles = await db
+    .select({ uid: schema.roles.uid, name: schema.roles.name, description: schema.roles.description })
+    .from(schema.roles)
+    .where(inArray(schema.roles.uid, uids));
+  const byUid = new Map(roles.map((r) => [r.uid, r]));
+  for (const invite of invites) {
+    const role = byUid.get(invite.roleUid);
+    if (role) invite.role = create(RoleReferenceSchema, role);
+  }
+  return invites;
+}
+
+/**
+ * The invite a code redeems at `now`: not expired and, when single-use, not
+ * yet redeemed; undefined otherwise. The caller (login) still checks the
+ * invite's `email` restriction and then calls markInviteRedeemed.
+ */
+export async function findRedeemableInvite(db: Executor, code: string, now: Date): Promise<GroupInviteRow | undefined> {
+  const t = schema.groupInvites;
+  const [row] = await db
+    .select()
+    .from(t)
+    .where(and(eq(t.codeHash, hashCode(code)), gt(t.expirationTime, now), or(eq(t.singleUse, false), isNull(t.redeemTime))));
+  return row;
+}
+
+/**
+ * Records a redemption of the invite `uid` at `now` (redeem_time keeps the
+ * first one). Atomic: false when the invite expired, was deleted, or is
+ * single-use and another redemption got there first.
+ */
+export async function markInviteRedeemed(db: Executor, uid: string, now: Date): Promise<boolean> {
+  const t = schema.groupInvites;
+  const first = isNull(t.redeemTime);
+  const rows = await db
+    .update(t)
+    .set({
+      redeemTime: sql`coalesce(${t.redeemTime}, ${now.toISOString()}::timestamptz)`,
+      updateTime: sql`case when ${first} then ${now.toISOString()}::timestamptz else ${t.updateTime} end`,
+    })
+    .where(and(eq(t.uid, uid), gt(t.expirationTime, now), or(eq(t.singleUse, false), first)))
+    .returning({ uid: t.uid });
+  return rows.length === 1;
+}
+
+export function groupInvitesService(ctx: ServiceContext): ServiceImpl<typeof GroupInvitesService> {
+  const store = new ResourceStore(ctx.db, ctx.clock, groupInviteMapping);
+  return {
+    async listGroupInvites(req) {
+      const page = await ctx.list.list(ctx.db, groupInvitesSource, req);
+      const invites = await withRoles(ctx.db, page.rows.map(groupInviteMapping.toMessage));
+      return create(ListGroupInvitesResponseSchema, { ...page, groupInvites: invites });
+    },
+
+    async getGroupInvite(req) {
+      const [invite] = await withRoles(ctx.db, [await store.get(req.uid)]);
+      return invite!;
+    },
+
+    // The only response that carries the code; the table keeps its hash.
+    async createGroupInvite(req) {
+      const group = requireField(req.parent, "parent");
+      const invite = req.groupInvite ?? create(GroupInviteSchema);
+      groupInviteMapping.validate(invite);
+      const code = randomBytes(CODE_BYTES).toString("base64url");
+      const now = ctx.clock();
+      return ctx.db.transaction(async (tx) => {
+        await lockGroup(tx, group);
+        const role = await assertRoleVisible(tx, group, invite.roleUid, "role_uid");
+        const created = await store.create(
+          invite,
+          {
+            uid: newChildUid(group),
+            parentUid: group,
+            codeHash: hashCode(code),
+            createTime: now,
+            updateTime: now,
+            expirationTime: new Date(now.getTime() + ttlMillis(invite.ttl)),
+          },
+          tx,
+        );
+        created.code = code;
+        created.role = create(RoleReferenceSchema, { uid: role.uid, name: role.name, description: role.description });
+        return created;
+      });
+    },
+
+    async deleteGroupInvite(req) {
+      await store.delete(req.uid);
+      return {};
+    },
+  };
+}

@@ -1,0 +1,161 @@
+import { create } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import {
+  IdentityProviderSchema,
+  IdentityProvidersService,
+  ListIdentityProvidersResponseSchema,
+  type IdentityProvider,
+} from "../../../gen/platform/iam/v2beta1/identity_providers_pb.js";
+import { newChildUid, parentOf, schema, type Executor } from "../../db/index.js";
+import { invalidArgument } from "../../errors/index.js";
+import type { ListSource } from "../../list/index.js";
+import type { ServiceContext } from "../context.js";
+import { withoutInputOnly } from "../input-only.js";
+import { ResourceStore, requireField, type ResourceMapping } from "../resource-store.js";
+import { toTimestamp } from "../timestamps.js";
+import { checkDescription, checkLength, checkName } from "../validation.js";
+import { assertRoleVisible, lockGroup } from "./visibility.js";
+
+const MAX_URL_LENGTH = 2048;
+const MAX_CLIENT_FIELD_LENGTH = 1024;
+const MAX_SCOPES = 50;
+// RFC 6749 §3.3 scope-token.
+const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]{1,256}$/;
+// Plain http only reaches a provider on this machine (development setups).
+const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
+
+export const identityProvidersSource: ListSource<typeof schema.identityProviders> = {
+  table: schema.identityProviders,
+  uid: schema.identityProviders.uid,
+  parentUid: schema.identityProviders.parentUid,
+  isGroup: false,
+  name: schema.identityProviders.name,
+  sortable: {
+    name: schema.identityProviders.name,
+    create_time: schema.identityProviders.createTime,
+    update_time: schema.identityProviders.updateTime,
+  },
+};
+
+/** An OIDC issuer: an https URL (http for loopback hosts) without credentials, query or fragment. */
+function checkIssuer(issuer: string, field: string): void {
+  if (!issuer) throw invalidArgument(field, "is required");
+  checkLength(issuer, field, MAX_URL_LENGTH);
+  let url: URL;
+  try {
+    url = new URL(issuer);
+  } catch {
+    throw invalidArgument(field, "must be an absolute https URL");
+  }
+  const secure = url.protocol === "https:" || (url.protocol === "http:" && LOOPBACK_HOSTS.has(url.hostname));
+  if (!secure) throw invalidArgument(field, "must be an https URL (http is allowed only for localhost and 127.0.0.1)");
+  if (url.username || url.password || url.search || url.hash) {
+    throw invalidArgument(field, "must not carry credentials, a query or a fragment");
+  }
+}
+
+function checkOidc(p: IdentityProvider): void {
+  const oidc = p.oidc;
+  if (!oidc) throw invalidArgument("oidc", "is required");
+  checkIssuer(oidc.issuer, "oidc.issuer");
+  if (!oidc.clientId) throw invalidArgument("oidc.client_id", "is required");
+  checkLength(oidc.clientId, "oidc.client_id", MAX_CLIENT_FIELD_LENGTH);
+  checkLength(oidc.clientSecret ?? "", "oidc.client_secret", MAX_CLIENT_FIELD_LENGTH);
+  if (oidc.additionalScopes.length > MAX_SCOPES) {
+    throw invalidArgument("oidc.additional_scopes", `must have at most ${MAX_SCOPES} entries`);
+  }
+  oidc.additionalScopes.forEach((scope, i) => {
+    if (!SCOPE_TOKEN.test(scope)) throw invalidArgument(`oidc.additional_scopes[${i}]`, "must be an OAuth scope: printable, no spaces, quotes or backslashes");
+  });
+}
+
+/**
+ * Messages built from rows carry the client secret, so that updates keep or
+ * replace it by the usual mask rules; responses pass through `publicView`,
+ * which drops it (and any other INPUT_ONLY field).
+ */
+export const identityProviderMapping: ResourceMapping<typeof schema.identityProviders, typeof IdentityProviderSchema> = {
+  kind: "identity provider",
+  table: schema.identityProviders,
+  uid: schema.identityProviders.uid,
+  schema: IdentityProviderSchema,
+  toMessage: (row) =>
+    create(IdentityProviderSchema, {
+      uid: row.uid,
+      name: row.name,
+      description: row.description,
+      defaultRole: row.defaultRoleUid ?? "",
+      oidc: {
+        issuer: row.oidcIssuer,
+        clientId: row.oidcClientId,
+        ...(row.oidcClientSecret ? { clientSecret: row.oidcClientSecret } : {}),
+        additionalScopes: row.oidcAdditionalScopes,
+      },
+      createTime: toTimestamp(row.createTime),
+      updateTime: toTimestamp(row.updateTime),
+    }),
+  validate: (p) => {
+    checkName(p.name);
+    checkDescription(p.description);
+    checkOidc(p);
+  },
+  toColumns: (p) => ({
+    name: p.name,
+    description: p.description,
+    defaultRoleUid: p.defaultRole || null,
+    oidcIssuer: p.oidc?.issuer ?? "",
+    oidcClientId: p.oidc?.clientId ?? "",
+    oidcClientSecret: p.oidc?.clientSecret ?? "",
+    oidcAdditionalScopes: p.oidc?.additionalScopes ?? [],
+  }),
+  duplicate: (p) => `an identity provider named "${p.name}" already exists in the group`,
+  missingReference: "group",
+};
+
+const publicView = (p: IdentityProvider): IdentityProvider => withoutInputOnly(IdentityProviderSchema, p);
+
+/** The default role, when one is set, must be visible from the provider's group. */
+async function checkDefaultRole(db: Executor, groupUid: string, p: IdentityProvider): Promise<void> {
+  if (p.defaultRole) await assertRoleVisible(db, groupUid, p.defaultRole, "default_role");
+}
+
+export function identityProvidersService(ctx: ServiceContext): ServiceImpl<typeof IdentityProvidersService> {
+  const store = new ResourceStore(ctx.db, ctx.clock, identityProviderMapping);
+  return {
+    async listIdentityProviders(req) {
+      const page = await ctx.list.list(ctx.db, identityProvidersSource, req);
+      return create(ListIdentityProvidersResponseSchema, {
+        ...page,
+        identityProviders: page.rows.map((row) => publicView(identityProviderMapping.toMessage(row))),
+      });
+    },
+
+    getIdentityProvider: async (req) => publicView(await store.get(req.uid)),
+
+    async createIdentityProvider(req) {
+      const group = requireField(req.parent, "parent");
+      const provider = req.identityProvider ?? create(IdentityProviderSchema);
+      identityProviderMapping.validate(provider);
+      const created = await ctx.db.transaction(async (tx) => {
+        await lockGroup(tx, group);
+        await checkDefaultRole(tx, group, provider);
+        return store.create(provider, { uid: newChildUid(group), parentUid: group }, tx);
+      });
+      return publicView(created);
+    },
+
+    async updateIdentityProvider(req) {
+      const uid = requireField(req.identityProvider?.uid ?? "", "identity_provider.uid");
+      const updated = await store.update(uid, req.identityProvider ?? create(IdentityProviderSchema), req.updateMask, async (tx, next) => {
+        await checkDefaultRole(tx, parentOf(uid), next);
+        return {};
+      });
+      return publicView(updated);
+    },
+
+    async deleteIdentityProvider(req) {
+      await store.delete(req.uid);
+      return {};
+    },
+  };
+}

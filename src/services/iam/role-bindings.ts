@@ -1,0 +1,123 @@
+import { create } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { eq, type SQL } from "drizzle-orm";
+import {
+  BatchCreateRoleBindingsResponseSchema,
+  ListRoleBindingsResponseSchema,
+  RoleBindingSchema,
+  RoleBindingsService,
+  type CreateRoleBindingRequest,
+  type ListRoleBindingsRequest,
+  type RoleBinding,
+} from "../../../gen/platform/iam/v2beta1/role_bindings_pb.js";
+import { newChildUid, parentOf, schema, type Executor } from "../../db/index.js";
+import { invalidArgument, notFound } from "../../errors/index.js";
+import type { ExtraFilters, ListSource } from "../../list/index.js";
+import type { ServiceContext } from "../context.js";
+import { ResourceStore, requireField, type ResourceMapping } from "../resource-store.js";
+import { hydrateRoleBindings } from "./role-binding-hydration.js";
+import { assertIdentityVisible, assertRoleVisible, lockGroup } from "./visibility.js";
+
+const MAX_BATCH = 200;
+
+const t = schema.roleBindings;
+
+export const roleBindingsSource: ListSource<typeof t> = {
+  table: t,
+  uid: t.uid,
+  parentUid: t.parentUid,
+  isGroup: false,
+  sortable: { create_time: t.createTime },
+};
+
+// The stored row as a message carries only what Update may patch (role_uid);
+// every response is hydrated by hydrateRoleBindings instead.
+const roleBindingMapping: ResourceMapping<typeof t, typeof RoleBindingSchema> = {
+  kind: "role binding",
+  table: t,
+  uid: t.uid,
+  schema: RoleBindingSchema,
+  toMessage: (row) => create(RoleBindingSchema, { uid: row.uid, roleUid: row.roleUid }),
+  validate: (b) => void requireField(b.roleUid ?? "", "role_uid"),
+  toColumns: (b) => ({ roleUid: b.roleUid ?? "" }),
+  duplicate: () => "the identity already has this role at this group",
+  missingReference: "group",
+};
+
+/** The identity, group and role filters: exact uids. */
+function bindingFilters(req: ListRoleBindingsRequest): ExtraFilters {
+  const where: SQL[] = [];
+  if (req.identity) where.push(eq(t.identityUid, req.identity));
+  if (req.group) where.push(eq(t.parentUid, req.group));
+  if (req.role) where.push(eq(t.roleUid, req.role));
+  return { where, key: { identity: req.identity, group: req.group, role: req.role } };
+}
+
+async function hydrateOne(db: Executor, uid: string): Promise<RoleBinding> {
+  const [binding] = await hydrateRoleBindings(db, [uid]);
+  if (!binding) throw notFound("role binding", uid);
+  return binding;
+}
+
+export function roleBindingsService(ctx: ServiceContext): ServiceImpl<typeof RoleBindingsService> {
+  const store = new ResourceStore(ctx.db, ctx.clock, roleBindingMapping);
+
+  /**
+   * Creates bindings at `parent`, all or none. The group, each identity and
+   * each role are locked while checked, so none can be deleted before the
+   * insert commits; `field` names request n's fields in errors.
+   */
+  const createAll = (parent: string, requests: CreateRoleBindingRequest[], field: (n: number, name: string) => string) =>
+    ctx.db.transaction(async (tx) => {
+      await lockGroup(tx, parent);
+      const uids: string[] = [];
+      for (const [n, req] of requests.entries()) {
+        const identity = await assertIdentityVisible(tx, parent, req.identityUid, field(n, "identity_uid"));
+        const role = await assertRoleVisible(tx, parent, req.roleUid, field(n, "role_uid"));
+        const values = { uid: newChildUid(parent), parentUid: parent, identityUid: identity.uid };
+        uids.push((await store.create(create(RoleBindingSchema, { roleUid: role.uid }), values, tx)).uid);
+      }
+      return hydrateRoleBindings(tx, uids);
+    });
+
+  return {
+    async listRoleBindings(req) {
+      const page = await ctx.list.list(ctx.db, roleBindingsSource, req, bindingFilters(req));
+      const roleBindings = await hydrateRoleBindings(ctx.db, page.rows.map((row) => row.uid));
+      return create(ListRoleBindingsResponseSchema, { ...page, roleBindings });
+    },
+
+    getRoleBinding: (req) => hydrateOne(ctx.db, requireField(req.uid, "uid")),
+
+    async createRoleBinding(req) {
+      const [binding] = await createAll(requireField(req.parent, "parent"), [req], (_, name) => name);
+      return binding!;
+    },
+
+    async batchCreateRoleBindings(req) {
+      const parent = requireField(req.parent, "parent");
+      if (req.requests.length === 0) throw invalidArgument("requests", "is required: give at least one binding");
+      if (req.requests.length > MAX_BATCH) throw invalidArgument("requests", `at most ${MAX_BATCH} bindings per batch`);
+      req.requests.forEach((r, n) => {
+        if (r.parent && r.parent !== parent) throw invalidArgument(`requests[${n}].parent`, `must be empty or equal the batch's parent ${parent}`);
+      });
+      const roleBindings = await createAll(parent, req.requests, (n, name) => `requests[${n}].${name}`);
+      return create(BatchCreateRoleBindingsResponseSchema, { roleBindings });
+    },
+
+    async updateRoleBinding(req) {
+      const uid = requireField(req.roleBinding?.uid ?? "", "role_binding.uid");
+      // A binding's uid is `<group uid>/<16 hex>`: the new role must be visible from that group.
+      await store.update(uid, req.roleBinding ?? create(RoleBindingSchema), req.updateMask, async (tx, next) => {
+        await assertRoleVisible(tx, parentOf(uid), next.roleUid ?? "", "role_uid");
+        return {};
+      });
+      return hydrateOne(ctx.db, uid);
+    },
+
+    async deleteRoleBinding(req) {
+      await store.delete(req.uid);
+      return {};
+    },
+  };
+}

@@ -1,0 +1,64 @@
+import { eq } from "drizzle-orm";
+import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
+import { schema, type Executor } from "../../db/index.js";
+import { invalidArgument, notFound } from "../../errors/index.js";
+
+// What a resource created in a group may reference: identities and custom
+// roles held by the group or a group above it, and the global ones (built-in
+// roles, the bootstrap identity). Every check locks the referenced row
+// FOR KEY SHARE, so inside the caller's transaction a concurrent delete of
+// it waits for the commit (and then sees the new reference) instead of
+// slipping between the check and the insert.
+
+type GroupRow = typeof schema.groups.$inferSelect;
+
+/** A table of things held by a group or global (parent_uid NULL). */
+type HeldTable = typeof schema.roles | typeof schema.identities;
+
+/** `a/b/c` → {a, a/b, a/b/c}: the groups whose contents are visible from `a/b/c`. */
+function groupAndAncestors(groupUid: string): Set<string> {
+  const segments = groupUid.split("/");
+  return new Set(segments.map((_, i) => segments.slice(0, i + 1).join("/")));
+}
+
+async function lockRow<T extends PgTable>(db: Executor, table: T, uid: PgColumn, value: string): Promise<T["$inferSelect"] | undefined> {
+  const [row] = await db.select().from(table as PgTable).where(eq(uid, value)).for("key share");
+  return row as T["$inferSelect"] | undefined;
+}
+
+/** The group a resource is being created in, locked; NOT_FOUND when it does not exist. */
+export async function lockGroup(db: Executor, groupUid: string): Promise<GroupRow> {
+  const group = await lockRow(db, schema.groups, schema.groups.uid, groupUid);
+  if (!group) throw notFound("group", groupUid);
+  return group;
+}
+
+/**
+ * The row `uid` of `table`, locked, when it is global or held by `groupUid`
+ * or a group above it; otherwise INVALID_ARGUMENT on `field` (the row is a
+ * reference in the request, not the resource asked for).
+ */
+async function assertVisible<T extends HeldTable>(
+  db: Executor,
+  kind: string,
+  table: T,
+  groupUid: string,
+  uid: string,
+  field: string,
+): Promise<T["$inferSelect"]> {
+  if (!uid) throw invalidArgument(field, "is required");
+  const row = await lockRow(db, table, table.uid, uid);
+  if (!row) throw invalidArgument(field, `${kind} ${uid} does not exist`);
+  if (row.parentUid !== null && !groupAndAncestors(groupUid).has(row.parentUid)) {
+    throw invalidArgument(field, `${kind} ${uid} is not visible from group ${groupUid}: it belongs to group ${row.parentUid}`);
+  }
+  return row;
+}
+
+/** A built-in role, or a custom role of `groupUid` or a group above it. */
+export const assertRoleVisible = (db: Executor, groupUid: string, roleUid: string, field: string) =>
+  assertVisible(db, "role", schema.roles, groupUid, roleUid, field);
+
+/** An identity held by `groupUid` or a group above it, or a global one (the bootstrap identity). */
+export const assertIdentityVisible = (db: Executor, groupUid: string, identityUid: string, field: string) =>
+  assertVisible(db, "identity", schema.identities, groupUid, identityUid, field);
