@@ -8,32 +8,32 @@ import type { MintedToken, TokenService } from "./tokens.js";
 const BOOTSTRAP_SETTING = "bootstrap.identity_uid";
 
 /**
- * The bootstrap identity: created once, with no parent group, so a fresh
- * installation has someone who may call the API.
+ * The bootstrap identity: no parent group, `owner` at the root, so a fresh
+ * installation has someone who may call the API. Idempotent, and it heals:
+ * a deleted bootstrap identity or root binding comes back at the next start.
  */
 export async function ensureBootstrapIdentity(db: Database, clock: () => Date): Promise<string> {
-  const uid = randomBytes(8).toString("hex");
-  await db.transaction(async (tx) => {
-    const inserted = await tx
-      .insert(schema.settings)
-      .values({ key: BOOTSTRAP_SETTING, value: uid })
-      .onConflictDoNothing()
-      .returning();
-    if (inserted.length === 0) return;
+  return db.transaction(async (tx) => {
+    await tx.insert(schema.settings).values({ key: BOOTSTRAP_SETTING, value: randomBytes(8).toString("hex") }).onConflictDoNothing();
+    const [setting] = await tx.select().from(schema.settings).where(eq(schema.settings.key, BOOTSTRAP_SETTING));
+    if (!setting) throw new Error("bootstrap identity setting missing");
+    const uid = setting.value;
     const now = clock();
-    await tx.insert(schema.identities).values({
-      uid,
-      parentUid: null,
-      name: "bootstrap",
-      description: "Created at first start; its token is written to the admin-token file.",
-      lastSeenTime: now,
-      createTime: now,
-      updateTime: now,
-    });
+    await tx
+      .insert(schema.identities)
+      .values({
+        uid,
+        parentUid: null,
+        name: "bootstrap",
+        description: "Created at first start; its token is written to the admin-token file.",
+        lastSeenTime: now,
+        createTime: now,
+        updateTime: now,
+      })
+      .onConflictDoNothing();
+    await tx.insert(schema.rootRoleBindings).values({ identityUid: uid, roleUid: "owner", createTime: now }).onConflictDoNothing();
+    return uid;
   });
-  const [row] = await db.select().from(schema.settings).where(eq(schema.settings.key, BOOTSTRAP_SETTING));
-  if (!row) throw new Error("bootstrap identity setting missing");
-  return row.value;
 }
 
 /** Writes a fresh admin token to `<dataDir>/admin-token` (mode 0600) and returns its path. */

@@ -1,1 +1,3 @@
 export { CAPABILITIES, BUILT_IN_ROLES, isCapability, isBuiltInRole, type BuiltInRole } from "./capabilities.js";
+export { authorizationInterceptor, declaredAuthorization, grantsKey } from "./authorization-interceptor.js";
+export { Grants, type Grant } from "./grants.js";

@@ -1,9 +1,14 @@
 import { eq, sql } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
 import { queryRows, type Executor } from "./client.js";
-import { accountAssociations, groupInvites, groups, identities, identityProviders, repos, roleBindings, roles } from "./schema.js";
+import { accountAssociations, groupInvites, groups, identities, identityProviders, repos, roles } from "./schema.js";
 
-/** A kind of resource that a group can hold; a group holding any cannot be deleted. */
+/**
+ * A kind of resource that a group can hold; a group holding any cannot be
+ * deleted. Role bindings are not in this list: they are the group's access
+ * policy and go with it (see groups.ts), since the owner binding that
+ * creating an organization makes would otherwise keep it forever.
+ */
 interface GroupContent {
   /** Plural noun for messages: "child groups", "identities". */
   label: string;
@@ -16,7 +21,6 @@ const GROUP_CONTENTS: GroupContent[] = [
   { label: "child groups", table: groups, parentUid: groups.parentUid },
   { label: "identities", table: identities, parentUid: identities.parentUid },
   { label: "roles", table: roles, parentUid: roles.parentUid },
-  { label: "role bindings", table: roleBindings, parentUid: roleBindings.parentUid },
   // Tags live in repos, so a group holding tags holds their repos.
   { label: "repos", table: repos, parentUid: repos.parentUid },
   { label: "identity providers", table: identityProviders, parentUid: identityProviders.parentUid },

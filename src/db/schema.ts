@@ -11,3 +11,4 @@ export * from "./tables/advisories.js";
 export * from "./tables/identity-providers.js";
 export * from "./tables/account-associations.js";
 export * from "./tables/group-invites.js";
+export * from "./tables/root-role-bindings.js";

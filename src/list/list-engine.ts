@@ -1,12 +1,14 @@
 import { randomBytes } from "node:crypto";
 import { and, asc, count, desc, eq, gt, lt, sql, type SQL } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
+import type { HandlerContext } from "@connectrpc/connect";
 import type { Database, Executor } from "../db/index.js";
 import { schema } from "../db/index.js";
-import { invalidArgument } from "../errors/index.js";
+import { invalidArgument, permissionDenied } from "../errors/index.js";
 import { parseOrderBy, type OrderBy } from "./order-by.js";
 import { PAGE_TOKEN_LIFETIME_MS, PageTokenCodec, fingerprint, type CursorPosition } from "./page-token.js";
 import { scopeConditions, type UidpFilter } from "./scope.js";
+import { listVisibilityKey, visibilityCondition } from "./visibility.js";
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 200;
@@ -24,6 +26,8 @@ export interface ListSource<T extends PgTable> {
   sortable: Partial<Record<"name" | "create_time" | "update_time", PgColumn>>;
   /** Exact-match `name` filter column, when the resource has one. */
   name?: PgColumn;
+  /** Rows without a parent (built-in roles) are visible to every caller. */
+  globalRowsVisible?: boolean;
 }
 
 /** The paging fields every List request shares. */
@@ -74,10 +78,16 @@ export class ListEngine {
     return new ListEngine(new PageTokenCodec(Buffer.from(row.value, "base64")), clock);
   }
 
+  /**
+   * One page. `context` carries the caller's list visibility (set by the
+   * authorization interceptor); group-held resources are never listed
+   * without it.
+   */
   async list<T extends PgTable>(
     db: Executor,
     source: ListSource<T>,
     params: ListParams,
+    context: HandlerContext,
     extra: ExtraFilters = { where: [], key: null },
   ): Promise<ListPage<T["$inferSelect"]>> {
     const pageSize = normalizePageSize(params.pageSize);
@@ -88,7 +98,13 @@ export class ListEngine {
 
     const where: SQL[] = [...scopeConditions(source, params.uidp), ...extra.where];
     if (params.name && source.name) where.push(eq(source.name, params.name));
-    const fp = fingerprint({ uidp: params.uidp ?? null, name: params.name ?? "", order, extra: extra.key });
+    const visibility = context.values.get(listVisibilityKey);
+    if (source.parentUid) {
+      if (!visibility) throw permissionDenied("this list has no authorization");
+      const visible = visibilityCondition(source, visibility);
+      if (visible) where.push(visible);
+    }
+    const fp = fingerprint({ uidp: params.uidp ?? null, name: params.name ?? "", order, extra: extra.key, visibility: visibility ?? null });
 
     const now = this.clock().getTime();
     let position: CursorPosition | undefined;

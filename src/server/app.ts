@@ -4,6 +4,7 @@ import { createRouterTransport, type ConnectRouter, type Interceptor } from "@co
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 import { OidcIssuers, SigningKeys, TokenService, authenticationInterceptor, bootstrapAdminToken, writeAdminToken, type MintedToken } from "../auth/index.js";
+import { authorizationInterceptor } from "../authz/index.js";
 import { openDatabase, type DatabaseHandle } from "../db/index.js";
 import { errorInfoInterceptor } from "../errors/index.js";
 import { ListEngine } from "../list/index.js";
@@ -72,7 +73,8 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   };
   const interceptors: Interceptor[] = [
     errorInfoInterceptor(urls.serviceDomain, (cause) => log.error({ err: cause }, "internal error")),
-    authenticationInterceptor(tokens, () => [urls.baseUrl]),
+    authenticationInterceptor(tokens, () => [urls.baseUrl, urls.registryAudience]),
+    authorizationInterceptor({ db: database.db, registryAudience: urls.registryAudience }),
   ];
   const routerOptions = { interceptors, readMaxBytes: MAX_MESSAGE_BYTES, writeMaxBytes: 16 * MAX_MESSAGE_BYTES };
 

@@ -50,6 +50,7 @@ describe("DescriptorIndex", () => {
       "google/protobuf/empty.proto",
       "google/protobuf/field_mask.proto",
       "google/protobuf/timestamp.proto",
+      "platform/common/v1/authorization.proto",
       "platform/common/v1/uidp.proto",
       "google/api/http.proto",
       "google/protobuf/descriptor.proto",
@@ -80,7 +81,8 @@ describe("DescriptorIndex", () => {
     expect(idx.fileContainingExtension("google.protobuf.MethodOptions", 72295728)).toBe("google/api/annotations.proto");
     expect(idx.fileContainingExtension(".google.protobuf.FieldOptions", 1052)).toBe("google/api/field_behavior.proto");
     expect(idx.fileContainingExtension("google.protobuf.FieldOptions", 1)).toBeUndefined();
-    expect(idx.extensionNumbersOf("google.protobuf.MethodOptions")).toEqual([72295728]);
+    expect(idx.fileContainingExtension("google.protobuf.MethodOptions", 51001)).toBe("platform/common/v1/authorization.proto");
+    expect(idx.extensionNumbersOf("google.protobuf.MethodOptions")).toEqual([51001, 72295728]);
     expect(idx.extensionNumbersOf("platform.iam.v2beta1.Group")).toEqual([]);
     expect(idx.extensionNumbersOf("platform.iam.v2beta1.GroupsService")).toBeUndefined();
   });

@@ -117,8 +117,8 @@ export const accountAssociationMapping: ResourceMapping<typeof schema.accountAss
 export function accountAssociationsService(ctx: ServiceContext): ServiceImpl<typeof AccountAssociationsService> {
   const store = new ResourceStore(ctx.db, ctx.clock, accountAssociationMapping);
   return {
-    async listAccountAssociations(req) {
-      const page = await ctx.list.list(ctx.db, accountAssociationsSource, req);
+    async listAccountAssociations(req, context) {
+      const page = await ctx.list.list(ctx.db, accountAssociationsSource, req, context);
       return create(ListAccountAssociationsResponseSchema, { ...page, accountAssociations: page.rows.map(accountAssociationMapping.toMessage) });
     },
 

@@ -130,8 +130,8 @@ export async function markInviteRedeemed(db: Executor, uid: string, now: Date): 
 export function groupInvitesService(ctx: ServiceContext): ServiceImpl<typeof GroupInvitesService> {
   const store = new ResourceStore(ctx.db, ctx.clock, groupInviteMapping);
   return {
-    async listGroupInvites(req) {
-      const page = await ctx.list.list(ctx.db, groupInvitesSource, req);
+    async listGroupInvites(req, context) {
+      const page = await ctx.list.list(ctx.db, groupInvitesSource, req, context);
       const invites = await withRoles(ctx.db, page.rows.map(groupInviteMapping.toMessage));
       return create(ListGroupInvitesResponseSchema, { ...page, groupInvites: invites });
     },

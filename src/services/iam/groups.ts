@@ -1,8 +1,10 @@
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
+import { eq } from "drizzle-orm";
 import { GroupSchema, GroupsService, ListGroupsResponseSchema, type Group } from "../../../gen/platform/iam/v2beta1/groups_pb.js";
 import { groupContents, isForeignKeyViolation, newChildUid, newRootUid, schema } from "../../db/index.js";
-import { failedPrecondition, invalidArgument } from "../../errors/index.js";
+import { principalKey } from "../../auth/index.js";
+import { failedPrecondition, invalidArgument, unauthenticated } from "../../errors/index.js";
 import type { ListSource } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
 import { ResourceStore, requireField, type ResourceMapping } from "../resource-store.js";
@@ -48,18 +50,31 @@ export const groupMapping: ResourceMapping<typeof schema.groups, typeof GroupSch
 export function groupsService(ctx: ServiceContext): ServiceImpl<typeof GroupsService> {
   const store = new ResourceStore(ctx.db, ctx.clock, groupMapping);
   return {
-    async listGroups(req) {
-      const page = await ctx.list.list(ctx.db, groupsSource, req);
+    async listGroups(req, context) {
+      const page = await ctx.list.list(ctx.db, groupsSource, req, context);
       return create(ListGroupsResponseSchema, { ...page, groups: page.rows.map(groupMapping.toMessage) });
     },
 
     getGroup: (req) => store.get(req.uid),
 
-    createGroup: (req) =>
-      store.create(req.group ?? create(GroupSchema), {
-        uid: req.parent ? newChildUid(req.parent) : newRootUid(),
-        parentUid: req.parent || null,
-      }),
+    async createGroup(req, context) {
+      const input = req.group ?? create(GroupSchema);
+      if (req.parent) return store.create(input, { uid: newChildUid(req.parent), parentUid: req.parent });
+      // A new organization: its creator becomes its owner in the same transaction.
+      const creator = context.values.get(principalKey);
+      if (!creator) throw unauthenticated("missing credentials");
+      return ctx.db.transaction(async (tx) => {
+        const group = await store.create(input, { uid: newRootUid(), parentUid: null }, tx);
+        await tx.insert(schema.roleBindings).values({
+          uid: newChildUid(group.uid),
+          parentUid: group.uid,
+          identityUid: creator.identityUid,
+          roleUid: "owner",
+          createTime: ctx.clock(),
+        });
+        return group;
+      });
+    },
 
     updateGroup: (req) => store.update(requireField(req.group?.uid ?? "", "group.uid"), req.group ?? create(GroupSchema), req.updateMask),
 
@@ -72,6 +87,8 @@ export function groupsService(ctx: ServiceContext): ServiceImpl<typeof GroupsSer
         await store.delete(req.uid, async (tx) => {
           const held = await groupContents(tx, req.uid);
           if (held.length) throw notEmpty(held);
+          // The group's access policy goes with it.
+          await tx.delete(schema.roleBindings).where(eq(schema.roleBindings.parentUid, req.uid));
         });
       } catch (e) {
         if (isForeignKeyViolation(e)) throw notEmpty(["resources created while it was being deleted"]);

@@ -97,8 +97,8 @@ function claimFilters(req: ListIdentitiesRequest): ExtraFilters {
 export function identitiesService(ctx: ServiceContext): ServiceImpl<typeof IdentitiesService> {
   const store = new ResourceStore(ctx.db, ctx.clock, identityMapping);
   return {
-    async listIdentities(req) {
-      const page = await ctx.list.list(ctx.db, identitiesSource, req, claimFilters(req));
+    async listIdentities(req, context) {
+      const page = await ctx.list.list(ctx.db, identitiesSource, req, context, claimFilters(req));
       return create(ListIdentitiesResponseSchema, { ...page, identities: page.rows.map(identityMapping.toMessage) });
     },
 

@@ -122,8 +122,8 @@ async function checkDefaultRole(db: Executor, groupUid: string, p: IdentityProvi
 export function identityProvidersService(ctx: ServiceContext): ServiceImpl<typeof IdentityProvidersService> {
   const store = new ResourceStore(ctx.db, ctx.clock, identityProviderMapping);
   return {
-    async listIdentityProviders(req) {
-      const page = await ctx.list.list(ctx.db, identityProvidersSource, req);
+    async listIdentityProviders(req, context) {
+      const page = await ctx.list.list(ctx.db, identityProvidersSource, req, context);
       return create(ListIdentityProvidersResponseSchema, {
         ...page,
         identityProviders: page.rows.map((row) => publicView(identityProviderMapping.toMessage(row))),

@@ -81,8 +81,8 @@ export function roleBindingsService(ctx: ServiceContext): ServiceImpl<typeof Rol
     });
 
   return {
-    async listRoleBindings(req) {
-      const page = await ctx.list.list(ctx.db, roleBindingsSource, req, bindingFilters(req));
+    async listRoleBindings(req, context) {
+      const page = await ctx.list.list(ctx.db, roleBindingsSource, req, context, bindingFilters(req));
       const roleBindings = await hydrateRoleBindings(ctx.db, page.rows.map((row) => row.uid));
       return create(ListRoleBindingsResponseSchema, { ...page, roleBindings });
     },

@@ -21,6 +21,8 @@ export const rolesSource: ListSource<typeof t> = {
   // Custom role uids are single segments; `<parent>/<uid>` is what scopes match.
   path: t.path,
   isGroup: false,
+  // Built-in roles are global: every caller who may list roles sees them.
+  globalRowsVisible: true,
   name: t.name,
   sortable: { name: t.name, create_time: t.createTime, update_time: t.updateTime },
 };
@@ -66,8 +68,8 @@ function inUse(uid: string, what: string) {
 export function rolesService(ctx: ServiceContext): ServiceImpl<typeof RolesService> {
   const store = new ResourceStore(ctx.db, ctx.clock, roleMapping);
   return {
-    async listRoles(req) {
-      const page = await ctx.list.list(ctx.db, rolesSource, req);
+    async listRoles(req, context) {
+      const page = await ctx.list.list(ctx.db, rolesSource, req, context);
       return create(ListRolesResponseSchema, { ...page, roles: page.rows.map(roleMapping.toMessage) });
     },
 

@@ -76,8 +76,8 @@ export function reposService(ctx: ServiceContext): ServiceImpl<typeof ReposServi
   const store = new ResourceStore(ctx.db, ctx.clock, repoMapping);
   const one = async (repo: Repo) => (await withActiveTags(ctx.db, [repo]))[0]!;
   return {
-    async listRepos(req) {
-      const page = await ctx.list.list(ctx.db, reposSource, req);
+    async listRepos(req, context) {
+      const page = await ctx.list.list(ctx.db, reposSource, req, context);
       return create(ListReposResponseSchema, { ...page, repos: await withActiveTags(ctx.db, page.rows.map(repoMapping.toMessage)) });
     },
 

@@ -64,8 +64,8 @@ function tagFilters(req: ListTagsRequest): ExtraFilters {
 export function tagsService(ctx: ServiceContext): ServiceImpl<typeof TagsService> {
   const store = new ResourceStore(ctx.db, ctx.clock, tagMapping);
   return {
-    async listTags(req) {
-      const page = await ctx.list.list(ctx.db, tagsSource, req, tagFilters(req));
+    async listTags(req, context) {
+      const page = await ctx.list.list(ctx.db, tagsSource, req, context, tagFilters(req));
       return create(ListTagsResponseSchema, { ...page, tags: page.rows.map(tagMapping.toMessage) });
     },
 

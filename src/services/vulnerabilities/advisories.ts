@@ -102,8 +102,8 @@ async function upsert(db: Executor, rows: OsvAdvisory[], now: Date): Promise<voi
 export function advisoriesService(ctx: ServiceContext): ServiceImpl<typeof AdvisoriesService> {
   const store = new ResourceStore(ctx.db, ctx.clock, advisoryMapping);
   return {
-    async listAdvisories(req) {
-      const page = await ctx.list.list(ctx.db, advisoriesSource, req, advisoryFilters(req));
+    async listAdvisories(req, context) {
+      const page = await ctx.list.list(ctx.db, advisoriesSource, req, context, advisoryFilters(req));
       return create(ListAdvisoriesResponseSchema, { ...page, advisories: page.rows.map(advisoryMapping.toMessage) });
     },
 

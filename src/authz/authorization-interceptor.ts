@@ -1,0 +1,98 @@
+import { getOption, type DescMethod } from "@bufbuild/protobuf";
+import { createContextKey, type Interceptor } from "@connectrpc/connect";
+import {
+  Authorization_ResourceKind,
+  Authorization_Scope,
+  authorization,
+  type Authorization,
+} from "../../gen/platform/common/v1/authorization_pb.js";
+import { principalKey } from "../auth/index.js";
+import type { Database } from "../db/index.js";
+import { invalidArgument, permissionDenied, unauthenticated } from "../errors/index.js";
+import { listVisibilityKey } from "../list/index.js";
+import { Grants, roleScope } from "./grants.js";
+
+/** The caller's grants, for services that record who did something (e.g. the creator of an organization). */
+export const grantsKey = createContextKey<Grants | undefined>(undefined, { description: "caller grants" });
+
+const PUBLIC_SERVICE_PREFIXES = ["grpc.reflection.", "grpc.health."];
+
+/** The declaration of a method, or undefined when it has none (refused). */
+export function declaredAuthorization(method: DescMethod): Authorization | undefined {
+  const decl = getOption(method, authorization);
+  return decl.capability && decl.scope !== Authorization_Scope.UNSPECIFIED ? decl : undefined;
+}
+
+function readPath(message: unknown, path: string): string {
+  let cur: unknown = message;
+  for (const part of path.split(".")) {
+    if (cur === null || typeof cur !== "object") return "";
+    cur = (cur as Record<string, unknown>)[part.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())];
+  }
+  return typeof cur === "string" ? cur : "";
+}
+
+export interface AuthorizationOptions {
+  db: Database;
+  /** Tokens for this audience may call only the registry domain. */
+  registryAudience: string;
+}
+
+/**
+ * The one authorization check (DESIGN §5): each method's declared capability
+ * must be held where the declaration says, on every protocol. A method
+ * without a declaration fails closed.
+ */
+export function authorizationInterceptor(opts: AuthorizationOptions): Interceptor {
+  const declarations = new Map<string, Authorization | undefined>();
+  return (next) => async (req) => {
+    const service = req.service.typeName;
+    if (PUBLIC_SERVICE_PREFIXES.some((p) => service.startsWith(p))) return next(req);
+    const principal = req.contextValues.get(principalKey);
+    if (!principal) throw unauthenticated("missing credentials");
+    if (principal.audience === opts.registryAudience && !service.startsWith("platform.registry.")) {
+      throw unauthenticated("a registry token is valid only for the registry API");
+    }
+    const key = `${service}/${req.method.name}`;
+    if (!declarations.has(key)) declarations.set(key, declaredAuthorization(req.method));
+    const decl = declarations.get(key);
+    if (!decl) throw permissionDenied(`${req.method.name} declares no authorization`);
+
+    const grants = await Grants.load(opts.db, principal.identityUid);
+    const denied = () => permissionDenied(`the caller lacks ${decl.capability} here`);
+    switch (decl.scope) {
+      case Authorization_Scope.RESOURCE: {
+        const uid = readPath(req.message, decl.resourceField);
+        if (!uid) {
+          if (decl.emptyMeansNewRoot) break;
+          throw invalidArgument(decl.resourceField, "is required");
+        }
+        let path = uid;
+        if (decl.resourceKind === Authorization_ResourceKind.ROLE) {
+          const role = await roleScope(opts.db, uid);
+          // Built-in roles are global: whoever may read roles somewhere may read them.
+          if (role?.global && decl.capability.endsWith(".list")) {
+            if (!grants.holdsAnywhere(decl.capability)) throw denied();
+            break;
+          }
+          path = role?.path ?? uid;
+        }
+        if (!grants.holdsAt(decl.capability, path)) throw denied();
+        break;
+      }
+      case Authorization_Scope.LIST:
+        req.contextValues.set(listVisibilityKey, grants.visibility(decl.capability));
+        break;
+      case Authorization_Scope.ANY:
+        if (!grants.holdsAnywhere(decl.capability)) throw denied();
+        break;
+      case Authorization_Scope.ROOT:
+        if (!grants.holdsAtRoot(decl.capability)) throw denied();
+        break;
+      default:
+        throw permissionDenied(`${req.method.name} declares an unknown scope`);
+    }
+    req.contextValues.set(grantsKey, grants);
+    return next(req);
+  };
+}

@@ -1,0 +1,76 @@
+import { eq, sql } from "drizzle-orm";
+import { schema, type Executor } from "../db/index.js";
+import type { ListVisibility } from "../list/index.js";
+
+/** One role binding of the caller: its group (null at the root) and what it grants. */
+export interface Grant {
+  groupUid: string | null;
+  capabilities: ReadonlySet<string>;
+}
+
+
+function covers(group: string | null, path: string): boolean {
+  return group === null || path === group || path.startsWith(`${group}/`);
+}
+
+/**
+ * What a caller holds: the union of its role bindings' capabilities, each
+ * at its group and everything below. Loaded with one indexed query per
+ * request, so a new or deleted binding counts on the very next request on
+ * every replica.
+ */
+export class Grants {
+  constructor(readonly grants: readonly Grant[]) {}
+
+  static async load(db: Executor, identityUid: string): Promise<Grants> {
+    const { roleBindings: b, rootRoleBindings: root, roles: r } = schema;
+    const rows = await db
+      .select({ groupUid: sql<string | null>`${b.parentUid}`, capabilities: r.capabilities })
+      .from(b)
+      .innerJoin(r, eq(r.uid, b.roleUid))
+      .where(eq(b.identityUid, identityUid))
+      .unionAll(
+        db
+          .select({ groupUid: sql<string | null>`null`, capabilities: r.capabilities })
+          .from(root)
+          .innerJoin(r, eq(r.uid, root.roleUid))
+          .where(eq(root.identityUid, identityUid)),
+      );
+    return new Grants(rows.map((row) => ({ groupUid: row.groupUid, capabilities: new Set(row.capabilities) })));
+  }
+
+  /** Held at `path` through a binding at it or at a group above it. */
+  holdsAt(capability: string, path: string): boolean {
+    return this.grants.some((g) => g.capabilities.has(capability) && covers(g.groupUid, path));
+  }
+
+  holdsAnywhere(capability: string): boolean {
+    return this.grants.some((g) => g.capabilities.has(capability));
+  }
+
+  holdsAtRoot(capability: string): boolean {
+    return this.grants.some((g) => g.groupUid === null && g.capabilities.has(capability));
+  }
+
+  /** The subtrees a List of resources needing `capability` may return. */
+  visibility(capability: string): ListVisibility {
+    const roots: string[] = [];
+    for (const g of this.grants) {
+      if (!g.capabilities.has(capability)) continue;
+      if (g.groupUid === null) return { all: true };
+      roots.push(g.groupUid);
+    }
+    // A root already covered by another is redundant.
+    const sorted = [...new Set(roots)].sort();
+    return { all: false, roots: sorted.filter((r) => !sorted.some((o) => o !== r && r.startsWith(`${o}/`))) };
+  }
+}
+
+/** Where a role lives: custom roles have single-segment uids, so their group path is stored; built-ins are global. */
+export async function roleScope(db: Executor, roleUid: string): Promise<{ path: string; global: boolean } | undefined> {
+  const [row] = await db
+    .select({ path: schema.roles.path, parentUid: schema.roles.parentUid })
+    .from(schema.roles)
+    .where(eq(schema.roles.uid, roleUid));
+  return row ? { path: row.path, global: row.parentUid === null } : undefined;
+}
