@@ -50,6 +50,11 @@ export function alreadyExists(resourceType: string, resourceName: string, descri
   ]);
 }
 
+/** OUT_OF_RANGE: the request is valid but asks for more than the service gives (e.g. an unpaged v1 List over its cap). */
+export function outOfRange(description: string): ConnectError {
+  return new ConnectError(`Out of range: ${description}`, Code.OutOfRange);
+}
+
 export function permissionDenied(description: string): ConnectError {
   return new ConnectError(`Permission denied: ${description}`, Code.PermissionDenied);
 }

@@ -8,6 +8,7 @@ export {
   notFound,
   alreadyExists,
   permissionDenied,
+  outOfRange,
   unauthenticated,
   unimplemented,
   internalError,

@@ -19,6 +19,7 @@ import { roleBindingsService } from "./iam/role-bindings.js";
 import { accountAssociationsService } from "./iam/account-associations.js";
 import { groupInvitesService } from "./iam/group-invites.js";
 import { identityProvidersService } from "./iam/identity-providers.js";
+import { V1_API_SERVICES } from "./v1/index.js";
 
 export type { ServiceContext } from "./context.js";
 export type { ApiService } from "./api-service.js";
@@ -35,4 +36,5 @@ export const API_SERVICES: ApiService[] = [
   apiService(ReposService, reposService),
   apiService(TagsService, tagsService),
   apiService(AdvisoriesService, advisoriesService),
+  ...V1_API_SERVICES,
 ];
