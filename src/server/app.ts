@@ -4,6 +4,7 @@ import { createRouterTransport, type ConnectRouter, type Interceptor } from "@co
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 import { OidcIssuers, SigningKeys, TokenService, authenticationInterceptor, bootstrapAdminToken, writeAdminToken, type MintedToken } from "../auth/index.js";
+import { loginRoutes } from "../auth/login/index.js";
 import { authorizationInterceptor } from "../authz/index.js";
 import { openDatabase, type DatabaseHandle } from "../db/index.js";
 import { errorInfoInterceptor } from "../errors/index.js";
@@ -85,6 +86,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     maxBodyBytes: MAX_MESSAGE_BYTES,
     onInternalError: (cause) => log.error({ err: cause }, "internal error in REST layer"),
   });
+  const issuers = new OidcIssuers({ allowInsecure: config.allowInsecureIssuers, clock });
   const plain = plainRoutes({
     keys,
     issuer: urls.authUrl,
@@ -92,13 +94,24 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     exchange: {
       db: database.db,
       tokens,
-      issuers: new OidcIssuers({ allowInsecure: config.allowInsecureIssuers, clock }),
+      issuers,
       audiences: [urls.baseUrl, urls.registryAudience],
       clock,
       onRejected: (reason) => log.info({ reason }, "token exchange rejected"),
     },
     errorDomain: `iam.${urls.serviceDomain}`,
     onInternalError: (cause) => log.error({ err: cause }, "internal error in an HTTP route"),
+    authRoutes: loginRoutes({
+      db: database.db,
+      tokens,
+      clock,
+      authUrl: urls.authUrl,
+      baseUrl: urls.baseUrl,
+      upstream: config.oidc,
+      devLogin: config.devLogin,
+      issuers,
+      log,
+    }),
   });
   const rpc = connectNodeAdapter({
     routes,

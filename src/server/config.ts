@@ -14,6 +14,10 @@ export interface Config {
   registryAudience: string | undefined;
   bootstrap: boolean;
   allowInsecureIssuers: boolean;
+  /** The global upstream OIDC provider of browser login (README: Signing in); undefined: none. */
+  oidc: { issuer: string; clientId: string; clientSecret: string; scopes: string[] } | undefined;
+  /** Serve the development sign-in provider. Default: only when no upstream is configured. */
+  devLogin: boolean;
   tls: { certFile: string; keyFile: string } | undefined;
   logLevel: string;
   /** How long SIGTERM waits for in-flight requests before closing connections. */
@@ -46,6 +50,21 @@ function parseUrl(name: string, raw: string | undefined): string | undefined {
   return raw.replace(/\/+$/, "");
 }
 
+function parseOidc(env: NodeJS.ProcessEnv, allowInsecure: boolean): Config["oidc"] {
+  const issuer = parseUrl("PLATFORM_OIDC_ISSUER", env["PLATFORM_OIDC_ISSUER"]);
+  const clientId = env["PLATFORM_OIDC_CLIENT_ID"] || "";
+  if (!issuer) {
+    if (clientId) throw new ConfigError("PLATFORM_OIDC_CLIENT_ID needs PLATFORM_OIDC_ISSUER");
+    return undefined;
+  }
+  if (!clientId) throw new ConfigError("PLATFORM_OIDC_ISSUER needs PLATFORM_OIDC_CLIENT_ID");
+  if (issuer.startsWith("http:") && !allowInsecure) {
+    throw new ConfigError("PLATFORM_OIDC_ISSUER must be https (http only with PLATFORM_ALLOW_INSECURE_ISSUERS=true)");
+  }
+  const scopes = (env["PLATFORM_OIDC_SCOPES"] || "openid email profile").split(/\s+/).filter(Boolean);
+  return { issuer, clientId, clientSecret: env["PLATFORM_OIDC_CLIENT_SECRET"] || "", scopes: [...new Set(["openid", ...scopes])] };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv): Config {
   const certFile = env["PLATFORM_TLS_CERT"];
   const keyFile = env["PLATFORM_TLS_KEY"];
@@ -54,6 +73,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError("DATABASE_URL must be a postgres:// URL");
   }
+  const allowInsecureIssuers = parseBool("PLATFORM_ALLOW_INSECURE_ISSUERS", env["PLATFORM_ALLOW_INSECURE_ISSUERS"], false);
+  const oidc = parseOidc(env, allowInsecureIssuers);
   return {
     port: parseInteger("PORT", env["PORT"], 8080, 65535),
     host: env["HOST"] || "127.0.0.1",
@@ -63,7 +84,9 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     authUrl: parseUrl("PLATFORM_AUTH_URL", env["PLATFORM_AUTH_URL"]),
     registryAudience: env["PLATFORM_REGISTRY_AUDIENCE"] || undefined,
     bootstrap: parseBool("PLATFORM_BOOTSTRAP", env["PLATFORM_BOOTSTRAP"], true),
-    allowInsecureIssuers: parseBool("PLATFORM_ALLOW_INSECURE_ISSUERS", env["PLATFORM_ALLOW_INSECURE_ISSUERS"], false),
+    allowInsecureIssuers,
+    oidc,
+    devLogin: parseBool("PLATFORM_DEV_LOGIN", env["PLATFORM_DEV_LOGIN"], !oidc),
     tls: certFile && keyFile ? { certFile, keyFile } : undefined,
     logLevel: env["LOG_LEVEL"] || "info",
     shutdownGraceMs: parseInteger("PLATFORM_SHUTDOWN_GRACE_MS", env["PLATFORM_SHUTDOWN_GRACE_MS"], 10_000, 600_000),

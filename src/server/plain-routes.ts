@@ -16,6 +16,8 @@ export interface PlainRouteDeps {
   /** ErrorInfo domain of auth errors. */
   errorDomain: string;
   onInternalError: (cause: unknown) => void;
+  /** More routes under the auth URL's path (the browser login), keyed by their path below it. */
+  authRoutes?: ReadonlyMap<string, Route>;
 }
 
 function sendJson(res: Res, status: number, body: unknown, cache = "no-store"): void {
@@ -24,7 +26,7 @@ function sendJson(res: Res, status: number, body: unknown, cache = "no-store"): 
   res.end(text);
 }
 
-interface Route {
+export interface Route {
   methods: string[];
   serve(req: Req, res: Res, url: URL): Promise<void>;
 }
@@ -70,6 +72,7 @@ export function plainRoutes(deps: PlainRouteDeps): (req: Req, res: Res) => Promi
         },
       },
     ],
+    ...[...(deps.authRoutes ?? [])].map(([path, route]): [string, Route] => [`${authPrefix}${path}`, route]),
   ]);
 
   const fail = (res: Res, e: unknown) => {

@@ -108,6 +108,12 @@ export async function findRedeemableInvite(db: Executor, code: string, now: Date
   return row;
 }
 
+/** The invite a code names, whatever its state: login uses it to say why a code is not redeemable. */
+export async function findInviteByCode(db: Executor, code: string): Promise<GroupInviteRow | undefined> {
+  const [row] = await db.select().from(schema.groupInvites).where(eq(schema.groupInvites.codeHash, hashCode(code)));
+  return row;
+}
+
 /**
  * Records a redemption of the invite `uid` at `now` (redeem_time keeps the
  * first one). Atomic: false when the invite expired, was deleted, or is

@@ -1,0 +1,2 @@
+export { loginRoutes, type LoginDeps, type LoginRoute } from "./login-routes.js";
+export type { LoginErrorCode } from "./login-error.js";

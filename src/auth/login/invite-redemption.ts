@@ -1,0 +1,40 @@
+import type { Executor } from "../../db/index.js";
+import { findInviteByCode, findRedeemableInvite, markInviteRedeemed } from "../../services/iam/group-invites.js";
+import { LoginError } from "./login-error.js";
+import { bindRole } from "./person-identity.js";
+import type { SignedInPerson } from "./upstream.js";
+
+/** Invite codes are 43 base64url characters; anything far from that is not worth a query. */
+const CODE = /^[A-Za-z0-9_-]{16,128}$/;
+
+export function checkInviteFormat(code: string): void {
+  if (code && !CODE.test(code)) throw new LoginError("invalid_invite", "the invite code is malformed");
+}
+
+/** Why `code` cannot be redeemed at `now`. */
+async function refusal(tx: Executor, code: string, now: Date): Promise<LoginError> {
+  const invite = await findInviteByCode(tx, code);
+  if (!invite) return new LoginError("invalid_invite", "no invite has this code (it may have been deleted)");
+  if (invite.expirationTime.getTime() <= now.getTime()) {
+    return new LoginError("invite_expired", `the invite expired at ${invite.expirationTime.toISOString()}`);
+  }
+  return new LoginError("invite_used", "the invite was for a single use and has been redeemed already");
+}
+
+/**
+ * Redeems invite `code` for the person who just signed in: checks its email
+ * restriction against their verified email, records the redemption (single
+ * use is decided atomically) and binds the invite's role at its group. Runs
+ * in the login's transaction, so a refused invite undoes the whole login.
+ */
+export async function redeemInvite(tx: Executor, code: string, person: SignedInPerson, identityUid: string, now: Date): Promise<void> {
+  checkInviteFormat(code);
+  const invite = await findRedeemableInvite(tx, code, now);
+  if (!invite) throw await refusal(tx, code, now);
+  if (invite.email) {
+    const matches = person.emailVerified && person.email.toLowerCase() === invite.email.toLowerCase();
+    if (!matches) throw new LoginError("invite_email_mismatch", "the invite is for another email address (a verified email is required)");
+  }
+  if (!(await markInviteRedeemed(tx, invite.uid, now))) throw await refusal(tx, code, now);
+  await bindRole(tx, invite.parentUid, identityUid, invite.roleUid, now);
+}

@@ -1,0 +1,35 @@
+/**
+ * The typed errors a login ends with. They reach the CLI as
+ * `?error=<code>&error_description=<text>` on its loopback callback, and the
+ * person as a short page; never a stack trace.
+ */
+export type LoginErrorCode =
+  /** A parameter of the login request is malformed. */
+  | "invalid_request"
+  /** The organization named by `org` has no identity provider. */
+  | "no_identity_provider"
+  /** No sign-in method is configured for this request. */
+  | "login_unavailable"
+  /** The person cancelled or the upstream refused the sign-in. */
+  | "access_denied"
+  /** The upstream provider failed or answered with something that did not verify. */
+  | "upstream_error"
+  /** The pending login is older than its 10 minutes. */
+  | "login_expired"
+  /** No invite has this code. */
+  | "invalid_invite"
+  | "invite_expired"
+  /** A single-use invite that was already redeemed. */
+  | "invite_used"
+  /** The invite is for another (verified) email address. */
+  | "invite_email_mismatch"
+  | "server_error";
+
+export class LoginError extends Error {
+  constructor(
+    readonly code: LoginErrorCode,
+    readonly description: string,
+  ) {
+    super(`${code}: ${description}`);
+  }
+}

@@ -1,0 +1,239 @@
+import { timingSafeEqual } from "node:crypto";
+import type http from "node:http";
+import type http2 from "node:http2";
+import type { Logger } from "pino";
+import type { Database } from "../../db/index.js";
+import type { OidcIssuers } from "../oidc-issuers.js";
+import type { TokenService } from "../tokens.js";
+import { callbackWithError, callbackWithToken, loopbackCallback } from "./cli-redirect.js";
+import { devPerson, devSignInPage } from "./dev-provider.js";
+import { checkInviteFormat } from "./invite-redemption.js";
+import { LoginError } from "./login-error.js";
+import { PAGE_HEADERS, errorPage } from "./login-pages.js";
+import { LoginStates, type PendingLogin } from "./login-state.js";
+import { signIn, type SignInDeps } from "./sign-in.js";
+import { Upstreams, type SignedInPerson, type UpstreamProvider } from "./upstream.js";
+
+type Req = http.IncomingMessage | http2.Http2ServerRequest;
+type Res = http.ServerResponse | http2.Http2ServerResponse;
+
+export interface LoginRoute {
+  methods: string[];
+  serve(req: Req, res: Res, url: URL): Promise<void>;
+}
+
+export interface LoginDeps {
+  db: Database;
+  tokens: TokenService;
+  clock: () => Date;
+  /** The token issuer URL; the login pages live under its path. */
+  authUrl: string;
+  /** The API base URL: the audience of the tokens handed out. */
+  baseUrl: string;
+  /** The global upstream (PLATFORM_OIDC_*), if any. */
+  upstream: { issuer: string; clientId: string; clientSecret: string; scopes: string[] } | undefined;
+  /** Serve the development provider. */
+  devLogin: boolean;
+  issuers: OidcIssuers;
+  log: Logger;
+}
+
+const MAX_CLI_STATE = 512;
+const MAX_ORG = 512;
+const MAX_FORM_BYTES = 16 * 1024;
+
+const REFUSED = "Sign-in refused";
+
+function send(res: Res, status: number, headers: Record<string, string | string[]>, body = ""): void {
+  res.writeHead(status, { ...PAGE_HEADERS, "content-length": String(Buffer.byteLength(body)), ...headers });
+  res.end(body);
+}
+
+function sendPage(res: Res, status: number, html: string, cookies: string[] = []): void {
+  send(res, status, cookies.length ? { "set-cookie": cookies } : {}, html);
+}
+
+function redirect(res: Res, status: 302 | 303, location: string, cookies: string[] = []): void {
+  send(res, status, { location, ...(cookies.length ? { "set-cookie": cookies } : {}) });
+}
+
+async function readForm(req: Req): Promise<URLSearchParams | undefined> {
+  if (!String(req.headers["content-type"] ?? "").startsWith("application/x-www-form-urlencoded")) return new URLSearchParams();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_FORM_BYTES) return undefined;
+    chunks.push(chunk);
+  }
+  return new URLSearchParams(Buffer.concat(chunks).toString("utf8"));
+}
+
+function sameSecret(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/**
+ * The browser login (README: Signing in), as plain HTTP routes keyed by
+ * their path under the auth URL:
+ *
+ * - `GET /oauth?redirect=<loopback callback>&state=…[&invite=…][&org=…]`
+ *   starts a login and sends the browser to the upstream (or to the
+ *   development sign-in page);
+ * - `GET /oauth/callback` is where the upstream sends the browser back;
+ * - `GET|POST /oauth/dev` is the development provider (only when it is on).
+ *
+ * Every login ends with a redirect to the CLI's loopback callback, with a
+ * token or a typed error; requests that cannot be tied to a CLI callback
+ * get a 400 page and no redirect.
+ */
+export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
+  const prefix = new URL(deps.authUrl).pathname.replace(/\/+$/, "");
+  const redirectUri = `${deps.authUrl}/oauth/callback`;
+  const devPath = `${prefix}/oauth/dev`;
+  const states = new LoginStates(deps.db, deps.clock, deps.authUrl);
+  const upstreams = new Upstreams({ db: deps.db, global: deps.upstream, issuers: deps.issuers, redirectUri, clock: deps.clock });
+  const signInDeps: SignInDeps = { db: deps.db, tokens: deps.tokens, audience: deps.baseUrl, clock: deps.clock };
+
+  const asLoginError = (e: unknown): LoginError => {
+    if (e instanceof LoginError) return e;
+    deps.log.error({ err: e }, "login failed");
+    return new LoginError("server_error", "the server failed to complete the sign-in; its log has the details");
+  };
+
+  /** Ends `pending` at the CLI: at the URL `outcome` makes (a token), or with the error it throws. */
+  const finish = async (res: Res, status: 302 | 303, pending: PendingLogin, outcome: () => Promise<string>) => {
+    let location: string;
+    try {
+      location = await outcome();
+    } catch (e) {
+      const error = asLoginError(e);
+      deps.log.info({ error: error.code, description: error.description }, "login refused");
+      location = callbackWithError(pending.callback, pending.cliState, error);
+    }
+    redirect(res, status, location, [states.clear(pending)]);
+  };
+
+  const complete = async (pending: PendingLogin, person: SignedInPerson, idp: UpstreamProvider["idp"], invite: string) => {
+    const minted = await signIn(signInDeps, person, { invite, idp });
+    deps.log.info({ issuer: person.issuer, subject: person.subject }, "signed in");
+    return callbackWithToken(pending.callback, pending.cliState, minted);
+  };
+
+  const expiredError = () => new LoginError("login_expired", "the sign-in took longer than 10 minutes; start it again");
+
+  const start: LoginRoute = {
+    methods: ["GET"],
+    async serve(_req, res, url) {
+      const q = url.searchParams;
+      const callback = loopbackCallback(q.get("redirect"));
+      if (!callback) {
+        const msg = "The redirect must be http://127.0.0.1:<port>/callback, http://localhost:<port>/callback or http://[::1]:<port>/callback.";
+        return sendPage(res, 400, errorPage(REFUSED, msg));
+      }
+      const cliState = q.get("state") ?? "";
+      if (!cliState || cliState.length > MAX_CLI_STATE) {
+        return sendPage(res, 400, errorPage(REFUSED, `The sign-in link needs a state of 1 to ${MAX_CLI_STATE} characters.`));
+      }
+      try {
+        const invite = q.get("invite") ?? "";
+        checkInviteFormat(invite);
+        const org = q.get("org") ?? "";
+        if (org.length > MAX_ORG) throw new LoginError("invalid_request", "org is not a group uid");
+        const provider = org ? await upstreams.ofOrganization(org) : upstreams.global;
+        if (!provider && !deps.devLogin) throw new LoginError("login_unavailable", "this server has no identity provider configured");
+        const { pending, setCookie } = await states.create({ callback, cliState, invite, idp: provider?.idp?.uid ?? "" });
+        // The development page offers the upstream too, when both are on.
+        const location = provider && (org || !deps.devLogin) ? await upstreams.authorizationUrl(provider, pending) : `${devPath}?login=${pending.state}`;
+        redirect(res, 302, location, [setCookie]);
+      } catch (e) {
+        const error = asLoginError(e);
+        deps.log.info({ error: error.code, description: error.description }, "login refused");
+        redirect(res, 302, callbackWithError(callback, cliState, error));
+      }
+    },
+  };
+
+  const callback: LoginRoute = {
+    methods: ["GET"],
+    async serve(req, res, url) {
+      const q = url.searchParams;
+      const pending = await states.read(req.headers["cookie"], q.get("state") ?? "");
+      if (!pending) {
+        const msg = "This answer from the identity provider does not belong to a sign-in started in this browser (its state does not match). Nothing was signed in.";
+        return sendPage(res, 400, errorPage(REFUSED, msg));
+      }
+      await finish(res, 302, pending, async () => {
+        if (states.expired(pending)) throw expiredError();
+        const upstreamError = q.get("error");
+        if (upstreamError === "access_denied") throw new LoginError("access_denied", "the sign-in was cancelled or refused at the identity provider");
+        if (upstreamError) throw new LoginError("upstream_error", `the identity provider answered ${upstreamError.slice(0, 64)}`);
+        const provider = pending.idp ? await upstreams.byUid(pending.idp) : upstreams.global;
+        if (!provider) throw new LoginError("login_unavailable", "this server has no identity provider configured");
+        // The URL the upstream redirected to, as registered there (not as the Host header says).
+        const current = new URL(redirectUri);
+        current.search = url.search;
+        const person = await upstreams.finish(provider, current, pending);
+        return complete(pending, person, provider.idp, pending.invite);
+      });
+    },
+  };
+
+  const devPage = async (res: Res, status: number, pending: PendingLogin, fields: { username: string; invite: string; error?: string }) => {
+    let upstreamUrl: string | undefined;
+    const global = upstreams.global;
+    if (global && !pending.idp) {
+      upstreamUrl = await upstreams.authorizationUrl(global, pending).catch((e: unknown) => {
+        deps.log.warn({ err: e }, "upstream unavailable for the development sign-in page");
+        return undefined;
+      });
+    }
+    const html = devSignInPage({ login: pending.state, csrf: pending.csrf, action: devPath, upstreamUrl, ...fields });
+    sendPage(res, status, html);
+  };
+
+  const notThisBrowser = (res: Res) =>
+    sendPage(res, 400, errorPage(REFUSED, "This sign-in page does not belong to a sign-in started in this browser."));
+
+  const dev: LoginRoute = {
+    methods: ["GET", "POST"],
+    async serve(req, res, url) {
+      if (req.method === "GET") {
+        const pending = await states.read(req.headers["cookie"], url.searchParams.get("login") ?? "");
+        if (!pending) return notThisBrowser(res);
+        if (states.expired(pending)) {
+          return finish(res, 302, pending, async () => {
+            throw expiredError();
+          });
+        }
+        return devPage(res, 200, pending, { username: "", invite: url.searchParams.get("invite") ?? pending.invite });
+      }
+      const form = await readForm(req);
+      if (!form) return sendPage(res, 413, errorPage(REFUSED, "The form is too large."));
+      const pending = await states.read(req.headers["cookie"], form.get("login") ?? "");
+      if (!pending || !sameSecret(form.get("csrf") ?? "", pending.csrf)) return notThisBrowser(res);
+      const username = (form.get("username") ?? "").trim();
+      const invite = (form.get("invite") ?? "").trim();
+      let person: SignedInPerson;
+      try {
+        person = devPerson(deps.authUrl, username);
+      } catch (e) {
+        // A mistyped username is the person's to fix, not the end of the login.
+        return devPage(res, 400, pending, { username, invite, error: asLoginError(e).description });
+      }
+      await finish(res, 303, pending, async () => {
+        if (states.expired(pending)) throw expiredError();
+        return complete(pending, person, undefined, invite);
+      });
+    },
+  };
+
+  const routes = new Map<string, LoginRoute>([
+    ["/oauth", start],
+    ["/oauth/callback", callback],
+  ]);
+  if (deps.devLogin) routes.set("/oauth/dev", dev);
+  return routes;
+}

@@ -1,0 +1,34 @@
+import type { Database } from "../../db/index.js";
+import type { MintedToken, TokenService } from "../tokens.js";
+import { redeemInvite } from "./invite-redemption.js";
+import { bindDefaultRole, findOrCreatePersonIdentity } from "./person-identity.js";
+import type { SignedInPerson, UpstreamProvider } from "./upstream.js";
+
+export interface SignInDeps {
+  db: Database;
+  tokens: TokenService;
+  /** The API base URL: the audience of the token handed to the CLI. */
+  audience: string;
+  clock: () => Date;
+}
+
+/**
+ * The end of every login, whichever provider signed the person in: their
+ * identity (found or created), the organization's default role, the invite,
+ * all in one transaction, then a one-hour API token. A refused invite
+ * throws a LoginError and changes nothing.
+ */
+export async function signIn(
+  deps: SignInDeps,
+  person: SignedInPerson,
+  opts: { invite: string; idp: UpstreamProvider["idp"] },
+): Promise<MintedToken> {
+  const now = deps.clock();
+  const identityUid = await deps.db.transaction(async (tx) => {
+    const uid = await findOrCreatePersonIdentity(tx, person, now);
+    if (opts.idp?.defaultRoleUid) await bindDefaultRole(tx, opts.idp.groupUid, uid, opts.idp.defaultRoleUid, now);
+    if (opts.invite) await redeemInvite(tx, opts.invite, person, uid, now);
+    return uid;
+  });
+  return deps.tokens.mint(identityUid, deps.audience);
+}

@@ -1,0 +1,201 @@
+import { createHash } from "node:crypto";
+import { asc, eq } from "drizzle-orm";
+import * as client from "openid-client";
+import { schema, type Database } from "../../db/index.js";
+import { readBodyLimited } from "../limited-fetch.js";
+import type { OidcIssuers } from "../oidc-issuers.js";
+import { LoginError } from "./login-error.js";
+import type { PendingLogin } from "./login-state.js";
+
+const TIMEOUT_SECONDS = 5;
+const MAX_RESPONSE_BYTES = 256 * 1024;
+/** Discovery documents (and the JWKS openid-client keeps with them) are reused this long. */
+const CONFIG_TTL_MS = 10 * 60 * 1000;
+const MAX_CACHED_CONFIGS = 1000;
+
+/** An upstream OpenID Connect provider people sign in with. */
+export interface UpstreamProvider {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  scopes: string[];
+  /** Set when the provider is an organization's IdentityProvider. */
+  idp?: { uid: string; groupUid: string; defaultRoleUid: string | null };
+}
+
+/** Who signed in, from a verified ID token (and the userinfo endpoint when the token lacks an email). */
+export interface SignedInPerson {
+  issuer: string;
+  subject: string;
+  email: string;
+  emailVerified: boolean;
+  /** Display name: the email, name or preferred_username claim. */
+  name: string;
+}
+
+type IdpRow = typeof schema.identityProviders.$inferSelect;
+
+// Every upstream answer is read with a size cap; a timeout applies through the configuration.
+const limitedFetch: client.CustomFetch = async (url, options) => {
+  const res = await fetch(url, options);
+  const body = await readBodyLimited(res, url, MAX_RESPONSE_BYTES);
+  const empty = res.status === 204 || res.status === 304;
+  return new Response(empty ? null : body, { status: res.status, statusText: res.statusText, headers: res.headers });
+};
+
+function claimString(claims: Record<string, unknown>, name: string): string {
+  const value = claims[name];
+  return typeof value === "string" ? value : "";
+}
+
+/**
+ * The upstream OIDC providers: the global one (configuration) and the
+ * organizations' IdentityProviders. Runs the authorization code flow with
+ * PKCE, state and nonce through openid-client, whose configuration
+ * (discovery) is cached per issuer and client.
+ */
+export class Upstreams {
+  private readonly configs = new Map<string, { config: client.Configuration; at: number }>();
+  private readonly inflight = new Map<string, Promise<client.Configuration>>();
+
+  constructor(
+    private readonly opts: {
+      db: Database;
+      global: { issuer: string; clientId: string; clientSecret: string; scopes: string[] } | undefined;
+      /** Decides which issuers may be contacted (https, or http when insecure issuers are allowed). */
+      issuers: OidcIssuers;
+      /** `{auth_url}/oauth/callback`. */
+      redirectUri: string;
+      clock: () => Date;
+    },
+  ) {}
+
+  get global(): UpstreamProvider | undefined {
+    return this.opts.global;
+  }
+
+  /** The identity provider of organization `orgUid` (the oldest, when it has several). */
+  async ofOrganization(orgUid: string): Promise<UpstreamProvider> {
+    const t = schema.identityProviders;
+    const [row] = await this.opts.db.select().from(t).where(eq(t.parentUid, orgUid)).orderBy(asc(t.createTime), asc(t.uid)).limit(1);
+    if (!row) throw new LoginError("no_identity_provider", `organization ${orgUid} has no identity provider`);
+    return this.fromRow(row);
+  }
+
+  /** The identity provider a pending login started with. */
+  async byUid(idpUid: string): Promise<UpstreamProvider> {
+    const [row] = await this.opts.db.select().from(schema.identityProviders).where(eq(schema.identityProviders.uid, idpUid));
+    if (!row) throw new LoginError("no_identity_provider", "the organization's identity provider was deleted during the sign-in");
+    return this.fromRow(row);
+  }
+
+  /** Where to send the browser to sign in at `provider`. */
+  async authorizationUrl(provider: UpstreamProvider, pending: PendingLogin): Promise<string> {
+    const config = await this.configuration(provider);
+    return client.buildAuthorizationUrl(config, {
+      redirect_uri: this.opts.redirectUri,
+      scope: provider.scopes.join(" "),
+      state: pending.state,
+      nonce: pending.nonce,
+      code_challenge: await client.calculatePKCECodeChallenge(pending.verifier),
+      code_challenge_method: "S256",
+    }).href;
+  }
+
+  /**
+   * Trades the authorization response at `callbackUrl` for tokens and
+   * returns who signed in. openid-client checks the state, the issuer, the
+   * PKCE verifier, and the ID token's signature, audience, expiry and nonce.
+   */
+  async finish(provider: UpstreamProvider, callbackUrl: URL, pending: PendingLogin): Promise<SignedInPerson> {
+    const config = await this.configuration(provider);
+    let tokens: Awaited<ReturnType<typeof client.authorizationCodeGrant>>;
+    try {
+      tokens = await client.authorizationCodeGrant(config, callbackUrl, {
+        pkceCodeVerifier: pending.verifier,
+        expectedState: pending.state,
+        expectedNonce: pending.nonce,
+        idTokenExpected: true,
+      });
+    } catch (e) {
+      throw new LoginError("upstream_error", `the identity provider's answer did not verify (${e instanceof Error ? e.message : String(e)})`);
+    }
+    const claims = tokens.claims();
+    if (!claims) throw new LoginError("upstream_error", "the identity provider returned no ID token");
+    let all: Record<string, unknown> = claims;
+    if (!claimString(claims, "email") && config.serverMetadata().userinfo_endpoint) {
+      try {
+        all = { ...(await client.fetchUserInfo(config, tokens.access_token, claims.sub)), ...claims };
+      } catch (e) {
+        throw new LoginError("upstream_error", `the identity provider's userinfo failed (${e instanceof Error ? e.message : String(e)})`);
+      }
+    }
+    const email = claimString(all, "email");
+    return {
+      issuer: claims.iss,
+      subject: claims.sub,
+      email,
+      emailVerified: all["email_verified"] === true,
+      name: email || claimString(all, "name") || claimString(all, "preferred_username") || claims.sub,
+    };
+  }
+
+  private fromRow(row: IdpRow): UpstreamProvider {
+    if (!this.opts.issuers.allowed(row.oidcIssuer)) {
+      throw new LoginError("upstream_error", "the organization's identity provider has an issuer this server may not contact (https is required)");
+    }
+    return {
+      issuer: row.oidcIssuer,
+      clientId: row.oidcClientId,
+      clientSecret: row.oidcClientSecret,
+      scopes: [...new Set(["openid", ...row.oidcAdditionalScopes])],
+      idp: { uid: row.uid, groupUid: row.parentUid, defaultRoleUid: row.defaultRoleUid },
+    };
+  }
+
+  private async configuration(provider: UpstreamProvider): Promise<client.Configuration> {
+    const secretHash = createHash("sha256").update(provider.clientSecret).digest("base64url");
+    const key = JSON.stringify([provider.issuer, provider.clientId, secretHash]);
+    const now = this.opts.clock().getTime();
+    const cached = this.configs.get(key);
+    if (cached && now - cached.at < CONFIG_TTL_MS) return cached.config;
+    let pending = this.inflight.get(key);
+    if (!pending) {
+      pending = this.discover(provider).finally(() => this.inflight.delete(key));
+      this.inflight.set(key, pending);
+    }
+    const config = await pending;
+    if (this.configs.size >= MAX_CACHED_CONFIGS) this.configs.delete(this.configs.keys().next().value ?? "");
+    this.configs.set(key, { config, at: now });
+    return config;
+  }
+
+  private async discover(provider: UpstreamProvider): Promise<client.Configuration> {
+    if (!this.opts.issuers.allowed(provider.issuer)) throw new LoginError("upstream_error", "the identity provider's issuer may not be contacted");
+    const insecure = new URL(provider.issuer).protocol === "http:";
+    const execute = insecure ? [client.allowInsecureRequests] : [];
+    let discovered: client.Configuration;
+    try {
+      discovered = await client.discovery(new URL(provider.issuer), provider.clientId, undefined, undefined, {
+        timeout: TIMEOUT_SECONDS,
+        execute,
+        [client.customFetch]: limitedFetch,
+      });
+    } catch (e) {
+      throw new LoginError("upstream_error", `the identity provider could not be reached (${e instanceof Error ? e.message : String(e)})`);
+    }
+    const metadata = discovered.serverMetadata();
+    // client_secret_basic is the default method when the provider names none.
+    const methods = metadata.token_endpoint_auth_methods_supported ?? ["client_secret_basic"];
+    const auth = !provider.clientSecret
+      ? client.None()
+      : methods.includes("client_secret_basic")
+        ? client.ClientSecretBasic(provider.clientSecret)
+        : client.ClientSecretPost(provider.clientSecret);
+    const config = new client.Configuration(metadata, provider.clientId, undefined, auth);
+    config.timeout = TIMEOUT_SECONDS;
+    config[client.customFetch] = limitedFetch;
+    for (const apply of execute) apply(config);
+    return config;
+  }
+}

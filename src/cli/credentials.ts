@@ -1,0 +1,60 @@
+import type { ConfigStore, IdentityTokenSource, TokenEntry } from "./config-store.js";
+import { discoverAuthUrl } from "./discovery.js";
+import { CliError, EXIT } from "./errors.js";
+import { exchangeIdentityToken, readIdentityToken } from "./token-exchange.js";
+
+/** A token this close to its expiry counts as expired: it could lapse in flight. */
+export const EXPIRY_MARGIN_MS = 30_000;
+
+/** The claims of a JWT, unverified (only shown to the user; the server verifies). */
+export function tokenClaims(token: string): { sub?: string; exp?: number } {
+  try {
+    const claims: unknown = JSON.parse(Buffer.from(token.split(".")[1] ?? "", "base64url").toString("utf8"));
+    return typeof claims === "object" && claims !== null ? (claims as { sub?: string; exp?: number }) : {};
+  } catch {
+    return {};
+  }
+}
+
+export function isFresh(entry: TokenEntry, now = Date.now()): boolean {
+  return Date.parse(entry.expiry) - EXPIRY_MARGIN_MS > now;
+}
+
+/** Exchanges the workload's OIDC token (re-reading its file) and stores the new API token. */
+export async function exchangeWorkload(
+  store: ConfigStore,
+  api: string,
+  workload: { identity: string; identityToken: IdentityTokenSource; audience: string },
+): Promise<TokenEntry> {
+  const oidcToken = await readIdentityToken(workload.identityToken);
+  const authUrl = await discoverAuthUrl(api);
+  const minted = await exchangeIdentityToken(authUrl, workload.audience, workload.identity, oidcToken);
+  const entry: TokenEntry = { ...minted, kind: "workload", ...workload };
+  await store.saveToken(api, entry);
+  return entry;
+}
+
+export function notLoggedIn(api: string): CliError {
+  return new CliError(`not logged in to ${api}: run platformctl auth login`, EXIT.auth);
+}
+
+/**
+ * The API token to send: $PLATFORM_TOKEN when set; else the stored one while
+ * fresh; a workload's is renewed by exchanging its OIDC token again; an
+ * expired browser login has to log in again.
+ */
+export async function currentToken(store: ConfigStore, api: string, env: NodeJS.ProcessEnv): Promise<string> {
+  if (env["PLATFORM_TOKEN"]) return env["PLATFORM_TOKEN"];
+  const entry = await store.token(api);
+  if (!entry) throw notLoggedIn(api);
+  if (isFresh(entry)) return entry.token;
+  if (entry.kind === "workload" && entry.identity && entry.identityToken) {
+    const renewed = await exchangeWorkload(store, api, {
+      identity: entry.identity,
+      identityToken: entry.identityToken,
+      audience: entry.audience ?? api,
+    });
+    return renewed.token;
+  }
+  throw new CliError("token expired: run platformctl auth login", EXIT.auth);
+}

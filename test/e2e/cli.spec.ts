@@ -1,0 +1,511 @@
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { createServer, type AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { decodeJwt } from "jose";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { restClient, type JsonObject } from "../support/clients.js";
+import { runCli, runCliInTerminal, startCli, type CliResult } from "../support/cli-process.js";
+import { startOidcProvider, type TestOidcProvider } from "../support/oidc-provider.js";
+import { ok } from "../support/rest-iam.js";
+import { startTestServer, type TestServer } from "../support/server.js";
+
+// Every command is a new process (node + tsx): tests running a dozen of them need more than the default.
+vi.setConfig({ testTimeout: 120_000 });
+
+let server: TestServer;
+let provider: TestOidcProvider;
+let admin: ReturnType<typeof restClient>;
+let tmp: string;
+let orgUid: string;
+
+beforeAll(async () => {
+  provider = await startOidcProvider(["ci-deployer", "someone-else"]);
+  server = await startTestServer({ PLATFORM_ALLOW_INSECURE_ISSUERS: "true" });
+  admin = restClient(server.url, server.token);
+  tmp = await mkdtemp(join(tmpdir(), "platformctl-test-"));
+  orgUid = (await ok(admin("POST", "/iam/v2beta1/groups", { name: "cli-org" })))["uid"] as string;
+});
+afterAll(async () => {
+  await server?.stop();
+  await provider?.stop();
+  if (tmp) await rm(tmp, { recursive: true, force: true });
+});
+
+let dirs = 0;
+/** A fresh config directory (nothing stored yet). */
+function freshConfigDir(): string {
+  return join(tmp, `config-${++dirs}`);
+}
+
+/** platformctl against the test server with the admin token from the environment. */
+function asAdmin(args: string[], input?: string): Promise<CliResult> {
+  return runCli(["--api", server.url, ...args], { PLATFORM_CONFIG_DIR: freshConfigDir(), PLATFORM_TOKEN: server.token }, input);
+}
+
+function okRun(res: CliResult): CliResult {
+  expect(res.code, `stdout: ${res.stdout}\nstderr: ${res.stderr}`).toBe(0);
+  return res;
+}
+
+function json(res: CliResult): JsonObject {
+  return JSON.parse(okRun(res).stdout) as JsonObject;
+}
+
+/** Table rows as cells: split where the header's columns start (the header defines the alignment). */
+function tableRows(stdout: string): { header: string[]; rows: string[][] } {
+  const lines = stdout.trimEnd().split("\n");
+  const header = lines[0]!;
+  const starts = [...header.matchAll(/(?:^|\s{2})(\S)/g)].map((m) => m.index! + m[0].length - 1);
+  const cut = (line: string) => starts.map((s, i) => line.slice(s, starts[i + 1]).trim());
+  return { header: cut(header), rows: lines.slice(1).map(cut) };
+}
+
+/** A loopback port nothing listens on (it was free a moment ago). */
+async function closedPort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", () => resolve()));
+  const port = (probe.address() as AddressInfo).port;
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
+}
+
+async function tokensFile(dir: string): Promise<Record<string, JsonObject>> {
+  return JSON.parse(await readFile(join(dir, "tokens.json"), "utf8")) as Record<string, JsonObject>;
+}
+
+describe("platformctl basics", () => {
+  it("prints its help from the launcher and exits 0", async () => {
+    const res = okRun(await runCli(["--help"], {}));
+    expect(res.stdout).toContain("Usage: platformctl");
+    for (const area of ["auth", "iam", "registry", "advisories"]) expect(res.stdout).toContain(area);
+  });
+
+  it("exits 2 on a usage error, with one error line", async () => {
+    const res = await runCli(["iam", "groups", "frobnicate"], {});
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/^error: unknown command 'frobnicate'/);
+    const bad = await runCli(["--api", server.url, "iam", "groups", "list", "--page-size", "many"], { PLATFORM_TOKEN: "x" });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("error: option '--page-size <n>' argument 'many' is invalid. must be a whole number");
+  });
+
+  it("names the API URL when it cannot be reached (exit 6)", async () => {
+    const closed = await closedPort();
+    const res = await runCli(["--api", `http://127.0.0.1:${closed}`, "iam", "groups", "list"], { PLATFORM_TOKEN: "x" });
+    expect(res.code).toBe(6);
+    expect(res.stderr).toBe(
+      `error: cannot reach http://127.0.0.1:${closed}: connection refused (is the server running? choose another with --api or PLATFORM_API)\n`,
+    );
+  });
+
+  it("says to log in when nothing is stored for the API (exit 4)", async () => {
+    const res = await runCli(["--api", server.url, "iam", "groups", "list"], { PLATFORM_CONFIG_DIR: freshConfigDir() });
+    expect(res.code).toBe(4);
+    expect(res.stderr).toBe(`error: not logged in to ${server.url}: run platformctl auth login\n`);
+  });
+
+  it("takes the API from PLATFORM_API when --api is not given", async () => {
+    const res = await runCli(["-o", "json", "iam", "groups", "get", orgUid], { PLATFORM_API: server.url, PLATFORM_TOKEN: server.token, PLATFORM_CONFIG_DIR: freshConfigDir() });
+    expect(json(res)["name"]).toBe("cli-org");
+  });
+});
+
+describe("workload login (token exchange)", () => {
+  let identityUid: string;
+  let dir: string;
+  let tokenFile: string;
+  const cli = (args: string[]) => runCli(["--api", server.url, ...args], { PLATFORM_CONFIG_DIR: dir });
+
+  beforeAll(async () => {
+    const identity = await ok(
+      admin("POST", `/iam/v2beta1/identities/${orgUid}`, {
+        name: "ci deployer",
+        claimMatch: { issuer: provider.issuer, subject: "ci-deployer" },
+      }),
+    );
+    identityUid = identity["uid"] as string;
+    await ok(admin("POST", `/iam/v2beta1/roleBindings/${orgUid}`, { identityUid, roleUid: "owner" }));
+    dir = freshConfigDir();
+    tokenFile = join(tmp, "oidc-token.jwt");
+    await writeFile(tokenFile, `${await provider.workloadToken("ci-deployer")}\n`);
+  });
+
+  it("logs in with --identity and an OIDC token file; auth token prints a token that works on the API", async () => {
+    const login = okRun(
+      await cli(["auth", "login", "--identity", identityUid, "--identity-token", tokenFile, "--audience", server.app.urls.baseUrl]),
+    );
+    expect(login.stdout).toMatch(new RegExp(`^logged in to ${server.url} as ${identityUid} \\(workload, expires in (59m|1h)\\)\\n$`));
+    const token = okRun(await cli(["auth", "token"])).stdout.trim();
+    expect(decodeJwt(token)).toMatchObject({ sub: identityUid, aud: server.app.urls.baseUrl });
+    // as curl would: the printed token is a bearer token of the API
+    const res = await restClient(server.url, token)("GET", `/iam/v2beta1/groups/${orgUid}`);
+    expect(res.status).toBe(200);
+    expect(res.body["name"]).toBe("cli-org");
+    // and the CLI itself uses it
+    expect(json(await cli(["-o", "json", "iam", "groups", "get", orgUid]))["uid"]).toBe(orgUid);
+  });
+
+  it("stores tokens per API in a 0600 file inside a 0700 directory, and remembers the API", async () => {
+    expect((await stat(dir)).mode & 0o777).toBe(0o700);
+    expect((await stat(join(dir, "tokens.json"))).mode & 0o777).toBe(0o600);
+    expect((await stat(join(dir, "config.json"))).mode & 0o777).toBe(0o600);
+    const entry = (await tokensFile(dir))[server.url]!;
+    expect(entry).toMatchObject({ kind: "workload", identity: identityUid, identityToken: { file: tokenFile }, audience: server.app.urls.baseUrl });
+    expect(JSON.parse(await readFile(join(dir, "config.json"), "utf8"))).toEqual({ current: server.url });
+    // without --api the current API is used
+    const res = await runCli(["-o", "json", "iam", "groups", "get", orgUid], { PLATFORM_CONFIG_DIR: dir });
+    expect(json(res)["uid"]).toBe(orgUid);
+  });
+
+  it("auth status shows the API, identity, expiry and kind, one line each", async () => {
+    const res = okRun(await cli(["auth", "status"]));
+    const lines = res.stdout.trimEnd().split("\n");
+    expect(lines).toHaveLength(4);
+    expect(lines[0]).toBe(`api:      ${server.url}`);
+    expect(lines[1]).toBe(`identity: ${identityUid}`);
+    expect(lines[2]).toMatch(/^expiry:   \d{4}-\d{2}-\d{2}T\S+Z \(expires in (59m|1h)\)$/);
+    expect(lines[3]).toBe("kind:     workload");
+    const asJson = json(await cli(["-o", "json", "auth", "status"]));
+    expect(asJson).toMatchObject({ api: server.url, identity: identityUid, kind: "workload" });
+  });
+
+  it("re-exchanges an expired workload token, reading the (refreshed) token file again", async () => {
+    const stored = await tokensFile(dir);
+    stored[server.url] = { ...stored[server.url]!, token: "stale.token.value", expiry: "2020-01-01T00:00:00.000Z" };
+    await writeFile(join(dir, "tokens.json"), JSON.stringify(stored));
+    await writeFile(tokenFile, await provider.workloadToken("ci-deployer"));
+    const token = okRun(await cli(["auth", "token"])).stdout.trim();
+    expect(token).not.toBe("stale.token.value");
+    expect(decodeJwt(token).sub).toBe(identityUid);
+    const renewed = (await tokensFile(dir))[server.url]!;
+    expect(renewed["token"]).toBe(token);
+    expect(Date.parse(renewed["expiry"] as string)).toBeGreaterThan(Date.now() + 50 * 60_000);
+    expect((await restClient(server.url, token)("GET", `/iam/v2beta1/groups/${orgUid}`)).status).toBe(200);
+  });
+
+  it("fails with exit 4 when the expired workload's token file is gone", async () => {
+    const gone = freshConfigDir();
+    const missing = join(tmp, "no-such-token.jwt");
+    const entry = { ...(await tokensFile(dir))[server.url]!, expiry: "2020-01-01T00:00:00.000Z", identityToken: { file: missing } };
+    await mkdir(gone, { recursive: true });
+    await writeFile(join(gone, "tokens.json"), JSON.stringify({ [server.url]: entry }));
+    const res = await runCli(["--api", server.url, "auth", "token"], { PLATFORM_CONFIG_DIR: gone });
+    expect(res.code).toBe(4);
+    expect(res.stderr).toBe(`error: cannot read the identity token file ${missing}: ENOENT\n`);
+  });
+
+  it("refuses an OIDC token the identity does not accept (exit 4), storing nothing", async () => {
+    const other = freshConfigDir();
+    const res = await runCli(
+      ["--api", server.url, "auth", "login", "--identity", identityUid, "--identity-token", await provider.workloadToken("someone-else"), "--audience", server.app.urls.baseUrl],
+      { PLATFORM_CONFIG_DIR: other },
+    );
+    expect(res.code).toBe(4);
+    expect(res.stderr).toBe(
+      `error: token exchange refused for identity ${identityUid}: check the identity's claimMatch and the OIDC token's issuer, subject and expiry\n`,
+    );
+    await expect(stat(join(other, "tokens.json"))).rejects.toThrow(/ENOENT/);
+  });
+
+  it("uses the API URL as the audience by default, and says how to pick another", async () => {
+    // the server's base URL is http://localhost:<port>: as --api it is also the audience
+    const asBase = await runCli(["--api", server.app.urls.baseUrl, "auth", "login", "--identity", identityUid, "--identity-token", tokenFile], {
+      PLATFORM_CONFIG_DIR: freshConfigDir(),
+    });
+    okRun(asBase);
+    // through 127.0.0.1 the default audience is not one the server issues for
+    const asIp = await runCli(["--api", server.url, "auth", "login", "--identity", identityUid, "--identity-token", tokenFile], {
+      PLATFORM_CONFIG_DIR: freshConfigDir(),
+    });
+    expect(asIp.code).toBe(2);
+    expect(asIp.stderr).toMatch(/^error: invalid argument: aud: must be one of http:\/\/localhost:\d+, .* \(choose it with --audience\)\n$/);
+  });
+
+  it("rejects --identity-token that is neither a file nor a JWT (exit 2)", async () => {
+    const res = await cli(["auth", "login", "--identity", identityUid, "--identity-token", join(tmp, "missing.jwt")]);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toBe(`error: --identity-token: "${join(tmp, "missing.jwt")}" is neither a file nor a JWT\n`);
+  });
+
+  it("auth logout removes the entry; then auth token says to log in", async () => {
+    expect(okRun(await cli(["auth", "logout"])).stdout).toBe(`logged out of ${server.url}\n`);
+    expect(await tokensFile(dir)).not.toHaveProperty([server.url]);
+    const res = await cli(["auth", "token"]);
+    expect(res.code).toBe(4);
+    expect(res.stderr).toBe(`error: not logged in to ${server.url}: run platformctl auth login\n`);
+  });
+});
+
+describe("browser login (the loopback listener)", () => {
+  /** Starts `auth login --headless …`; returns the process and the sign-in URL it printed. */
+  async function startLogin(dir: string, extra: string[] = []) {
+    const p = startCli(["--api", server.url, "auth", "login", "--headless", ...extra], { PLATFORM_CONFIG_DIR: dir });
+    const m = await p.waitForStderr(/^ {2}(http\S+)$/m);
+    return { p, url: new URL(m[1]!) };
+  }
+
+  const inAnHour = () => new Date(Date.now() + 3_600_000).toISOString();
+
+  it("prints the sign-in URL with redirect, state, invite and org; a wrong state is refused; the right one stores the token", async () => {
+    const dir = freshConfigDir();
+    const { p, url } = await startLogin(dir, ["--invite", "the-code", "--org", orgUid]);
+    // the auth URL is discovered from /.well-known/openid-configuration (the issuer)
+    expect(`${url.origin}${url.pathname}`).toBe(`${server.app.urls.authUrl}/oauth`);
+    const redirect = url.searchParams.get("redirect")!;
+    const state = url.searchParams.get("state")!;
+    expect(redirect).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback$/);
+    expect(state).toMatch(/^[A-Za-z0-9_-]{32}$/);
+    expect(url.searchParams.get("invite")).toBe("the-code");
+    expect(url.searchParams.get("org")).toBe(orgUid);
+
+    const wrong = await fetch(`${redirect}?${new URLSearchParams({ state: "forged", token: "evil", expiry: inAnHour() })}`);
+    expect(wrong.status).toBe(400);
+    expect(await wrong.text()).toContain("state mismatch");
+    expect(p.child.exitCode).toBeNull();
+
+    const right = await fetch(`${redirect}?${new URLSearchParams({ state, token: server.token, expiry: inAnHour() })}`);
+    expect(right.status).toBe(200);
+    expect(await right.text()).toContain("You can close this window");
+    const res = await p.done;
+    expect(res.code, res.stderr).toBe(0);
+    const sub = decodeJwt(server.token).sub!;
+    expect(res.stdout).toMatch(new RegExp(`^logged in to ${server.url} as ${sub} \\(expires in (59m|1h)\\)\\n$`));
+    expect((await tokensFile(dir))[server.url]).toMatchObject({ token: server.token, kind: "browser" });
+    expect((await stat(join(dir, "tokens.json"))).mode & 0o777).toBe(0o600);
+
+    // the stored browser token is what later commands use
+    const status = okRun(await runCli(["auth", "status"], { PLATFORM_CONFIG_DIR: dir }));
+    expect(status.stdout).toContain(`identity: ${sub}\n`);
+    expect(status.stdout).toContain("kind:     browser\n");
+    const created = okRun(await runCli(["iam", "groups", "create", "from-browser-login"], { PLATFORM_CONFIG_DIR: dir }));
+    expect(created.stdout).toContain("from-browser-login");
+  });
+
+  it("accepts the callback address pasted on stdin (a browser on another machine)", async () => {
+    const dir = freshConfigDir();
+    const { p, url } = await startLogin(dir);
+    const callback = `${url.searchParams.get("redirect")}?${new URLSearchParams({ state: url.searchParams.get("state")!, token: server.token, expiry: inAnHour() })}`;
+    p.child.stdin.write("not an address\n");
+    await p.waitForStderr(/that is not the callback address/);
+    p.child.stdin.write(`${callback}\n`);
+    const res = await p.done;
+    expect(res.code, res.stderr).toBe(0);
+    expect((await tokensFile(dir))[server.url]).toMatchObject({ token: server.token, kind: "browser" });
+  });
+
+  it("reports an error the server sends back (exit 4) and stores nothing", async () => {
+    const dir = freshConfigDir();
+    const { p, url } = await startLogin(dir);
+    const params = new URLSearchParams({ state: url.searchParams.get("state")!, error: "access_denied", error_description: "the invite has expired" });
+    const page = await fetch(`${url.searchParams.get("redirect")}?${params}`);
+    expect(await page.text()).toContain("Login failed");
+    const res = await p.done;
+    expect(res.code).toBe(4);
+    expect(res.stderr).toContain("error: login failed: access_denied: the invite has expired\n");
+    await expect(stat(join(dir, "tokens.json"))).rejects.toThrow(/ENOENT/);
+  });
+
+  it("times out with a clear message (exit 4)", async () => {
+    const { p } = await startLogin(freshConfigDir(), ["--timeout", "1s"]);
+    const res = await p.done;
+    expect(res.code).toBe(4);
+    expect(res.stderr).toMatch(/error: login timed out after 1s: no answer reached http:\/\/127\.0\.0\.1:\d+\/callback; run platformctl auth login again\n$/);
+  });
+
+  it("says an expired browser token needs a new login (exit 4)", async () => {
+    const dir = freshConfigDir();
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, "tokens.json"), JSON.stringify({ [server.url]: { token: server.token, expiry: "2020-01-01T00:00:00Z", kind: "browser" } }));
+    const res = await runCli(["--api", server.url, "auth", "token"], { PLATFORM_CONFIG_DIR: dir });
+    expect(res.code).toBe(4);
+    expect(res.stderr).toBe("error: token expired: run platformctl auth login\n");
+    // within the 30 s margin counts as expired too
+    const soon = new Date(Date.now() + 10_000).toISOString();
+    await writeFile(join(dir, "tokens.json"), JSON.stringify({ [server.url]: { token: server.token, expiry: soon, kind: "browser" } }));
+    expect((await runCli(["--api", server.url, "iam", "groups", "list"], { PLATFORM_CONFIG_DIR: dir })).code).toBe(4);
+  });
+});
+
+describe("resource commands", () => {
+  it("creates, gets and lists groups as aligned tables", async () => {
+    const created = okRun(await asAdmin(["iam", "groups", "create", "my-org", "--description", "our org"]));
+    const { header, rows } = tableRows(created.stdout);
+    expect(header).toEqual(["UID", "NAME", "DESCRIPTION", "CREATED"]);
+    expect(rows).toHaveLength(1);
+    const [uid, name, description, createdAt] = rows[0]!;
+    expect(uid).toMatch(/^[0-9a-f]{40}$/);
+    expect([name, description]).toEqual(["my-org", "our org"]);
+    expect(createdAt).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$/);
+
+    const got = tableRows(okRun(await asAdmin(["iam", "groups", "get", uid!])).stdout);
+    expect(got.rows).toEqual([[uid, "my-org", "our org", createdAt]]);
+    const listed = tableRows(okRun(await asAdmin(["iam", "groups", "list", "--name", "my-org"])).stdout);
+    expect(listed.rows).toEqual([[uid, "my-org", "our org", createdAt]]);
+  });
+
+  it("-o json prints the REST JSON unchanged", async () => {
+    const created = json(await asAdmin(["-o", "json", "iam", "groups", "create", "json-org"]));
+    const rest = await ok(admin("GET", `/iam/v2beta1/groups/${created["uid"]}`));
+    expect(created).toEqual(rest);
+    const listed = json(await asAdmin(["-o", "json", "iam", "groups", "list", "--name", "json-org"]));
+    expect(listed).toEqual(await ok(admin("GET", "/iam/v2beta1/groups?name=json-org")));
+    const out = (await asAdmin(["-o", "json", "iam", "groups", "get", created["uid"] as string])).stdout;
+    expect(out).toBe(`${JSON.stringify(rest, null, 2)}\n`);
+  });
+
+  it("update sends only the flags given", async () => {
+    const g = json(await asAdmin(["-o", "json", "iam", "groups", "create", "to-rename", "--description", "kept"]));
+    const renamed = json(await asAdmin(["-o", "json", "iam", "groups", "update", g["uid"] as string, "--name", "renamed"]));
+    expect(renamed).toMatchObject({ name: "renamed", description: "kept" });
+    const cleared = json(await asAdmin(["-o", "json", "iam", "groups", "update", g["uid"] as string, "--description", ""]));
+    expect(cleared).toMatchObject({ name: "renamed", description: "" });
+    // nested fields too: changing the subject keeps the issuer
+    const id = json(
+      await asAdmin(["-o", "json", "iam", "identities", "create", "bot", "--group", orgUid, "--issuer", "https://issuer.example", "--subject", "a"]),
+    );
+    const changed = json(await asAdmin(["-o", "json", "iam", "identities", "update", id["uid"] as string, "--subject", "b"]));
+    expect(changed["claimMatch"]).toMatchObject({ issuer: "https://issuer.example", subject: "b" });
+    expect(changed["name"]).toBe("bot");
+    const none = await asAdmin(["iam", "groups", "update", g["uid"] as string]);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toBe("error: nothing to update: give at least one of --name, --description, --resource-limit\n");
+  });
+
+  it("prints a bad name as one line naming the field, exit 2", async () => {
+    const res = await asAdmin(["iam", "groups", "create", "Bad Name"]);
+    expect(res.code).toBe(2);
+    expect(res.stdout).toBe("");
+    expect(res.stderr).toBe("error: invalid argument: name: must match the pattern ^[a-z0-9 ._-]{1,}$\n");
+  });
+
+  it("refuses to delete a non-empty group with the precondition, exit 5; deletes an empty one", async () => {
+    const parent = json(await asAdmin(["-o", "json", "iam", "groups", "create", "parent-of-one"]));
+    const child = json(await asAdmin(["-o", "json", "iam", "groups", "create", "the-child", "--parent", parent["uid"] as string]));
+    expect(child["uid"]).toMatch(new RegExp(`^${parent["uid"]}/[0-9a-f]{16}$`));
+    const res = await asAdmin(["iam", "groups", "delete", parent["uid"] as string]);
+    expect(res.code).toBe(5);
+    expect(res.stderr).toBe(`error: failed precondition (RESOURCE_NOT_EMPTY): group ${parent["uid"]} still holds child groups; delete them first\n`);
+    expect(okRun(await asAdmin(["iam", "groups", "delete", child["uid"] as string])).stdout).toBe(`deleted group ${child["uid"]}\n`);
+    expect((await admin("GET", `/iam/v2beta1/groups/${child["uid"]}`)).status).toBe(404);
+    const missing = await asAdmin(["iam", "groups", "get", child["uid"] as string]);
+    expect(missing.code).toBe(3);
+    expect(missing.stderr).toBe(`error: not found: group ${child["uid"]}\n`);
+  });
+
+  it("list --all follows every page into one table (page size 2)", async () => {
+    const parent = json(await asAdmin(["-o", "json", "iam", "groups", "create", "paged"]));
+    const names = ["p1", "p2", "p3", "p4", "p5"];
+    for (const n of names) okRun(await asAdmin(["iam", "groups", "create", n, "--parent", parent["uid"] as string]));
+    const scope = ["--children-of", parent["uid"] as string, "--page-size", "2", "--order-by", "name"];
+    const one = await asAdmin(["iam", "groups", "list", ...scope]);
+    expect(tableRows(okRun(one).stdout).rows.map((r) => r[1])).toEqual(["p1", "p2"]);
+    expect(one.stderr).toMatch(/^more: --page-token \S+ \(or --all\)\n$/);
+    const all = okRun(await asAdmin(["iam", "groups", "list", ...scope, "--all"]));
+    expect(tableRows(all.stdout).rows.map((r) => r[1])).toEqual(names);
+    expect(all.stderr).toBe("");
+    const allJson = json(await asAdmin(["-o", "json", "iam", "groups", "list", ...scope, "--all"]));
+    expect((allJson["groups"] as JsonObject[]).map((g) => g["name"])).toEqual(names);
+    expect(allJson).toMatchObject({ nextPageToken: "", totalCount: "5" });
+  });
+
+  it("covers the other resources: identities, roles, role bindings, repos, tags, with their filters", async () => {
+    const group = json(await asAdmin(["-o", "json", "iam", "groups", "create", "many-things"]))["uid"] as string;
+    const id = json(await asAdmin(["-o", "json", "iam", "identities", "create", "worker", "--group", group, "--issuer", "https://i.example", "--subject", "w"]));
+    const role = json(await asAdmin(["-o", "json", "iam", "roles", "create", "tagger", "--group", group, "--capability", "tag.list", "--capability", "tag.create"]));
+    expect(role["capabilities"]).toEqual(["tag.list", "tag.create"]);
+    const rb = json(await asAdmin(["-o", "json", "iam", "role-bindings", "create", "--group", group, "--identity", id["uid"] as string, "--role", role["uid"] as string]));
+    expect(rb).toMatchObject({ identity: { name: "worker" }, role: { uid: role["uid"] } });
+    const bindings = tableRows(okRun(await asAdmin(["iam", "role-bindings", "list", "--identity", id["uid"] as string])).stdout);
+    expect(bindings.header).toEqual(["UID", "IDENTITY", "ROLE", "GROUP", "CREATED"]);
+    expect(bindings.rows.map((r) => r.slice(0, 4))).toEqual([[rb["uid"], "worker", role["uid"], "many-things"]]);
+    const byIssuer = json(await asAdmin(["-o", "json", "iam", "identities", "list", "--issuer", "https://i.example"]));
+    expect((byIssuer["identities"] as JsonObject[]).map((i) => i["uid"])).toEqual([id["uid"]]);
+
+    const repo = json(await asAdmin(["-o", "json", "registry", "repos", "create", "library/app", "--group", group, "--alias", "app"]));
+    const digest = `sha256:${"ab".repeat(32)}`;
+    const tag = json(await asAdmin(["-o", "json", "registry", "tags", "create", "v1", "--repo", repo["uid"] as string, "--digest", digest]));
+    const deprecated = json(await asAdmin(["-o", "json", "registry", "tags", "update", tag["uid"] as string, "--deprecated"]));
+    expect(deprecated).toMatchObject({ name: "v1", digest, deprecated: true });
+    expect(json(await asAdmin(["-o", "json", "registry", "tags", "update", tag["uid"] as string, "--no-deprecated"]))["deprecated"]).toBe(false);
+    const tags = json(await asAdmin(["-o", "json", "registry", "tags", "list", "--children-of", repo["uid"] as string, "--digest", digest]));
+    expect((tags["tags"] as JsonObject[]).map((t) => t["name"])).toEqual(["v1"]);
+    const noAliases = json(await asAdmin(["-o", "json", "registry", "repos", "update", repo["uid"] as string, "--no-alias"]));
+    expect(noAliases).toMatchObject({ aliases: [], description: "", activeTags: ["v1"] });
+  });
+
+  it("iam invites create prints the code, which lists never show", async () => {
+    const res = okRun(await asAdmin(["iam", "invites", "create", "--group", orgUid, "--role", "viewer", "--ttl", "24h", "--single-use"]));
+    const code = res.stdout.trim();
+    expect(code).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(res.stderr).toContain("platformctl auth login --invite <code>");
+    const list = json(await asAdmin(["-o", "json", "iam", "invites", "list", "--children-of", orgUid]));
+    const invites = list["groupInvites"] as JsonObject[];
+    expect(invites).toHaveLength(1);
+    expect(invites[0]).toMatchObject({ roleUid: "viewer", singleUse: true });
+    expect(invites[0]).not.toHaveProperty("code");
+    const lifetime = Date.parse(invites[0]!["expirationTime"] as string) - Date.parse(invites[0]!["createTime"] as string);
+    expect(lifetime).toBe(24 * 3600 * 1000);
+    const badTtl = await asAdmin(["iam", "invites", "create", "--group", orgUid, "--role", "viewer", "--ttl", "soon"]);
+    expect(badTtl.code).toBe(2);
+    expect(badTtl.stderr).toBe('error: --ttl: "soon" is not a duration (e.g. 90s, 15m, 24h, 7d, 1h30m)\n');
+  });
+});
+
+describe("advisories import", () => {
+  const osv = (id: string, modified: string, extra: JsonObject = {}) => ({ id, modified, summary: `about ${id}`, ...extra });
+
+  it("imports two files (a document and an array) with a summary; again: unchanged", async () => {
+    const one = join(tmp, "one.json");
+    const many = join(tmp, "many.json");
+    await writeFile(one, JSON.stringify(osv("GHSA-cli1-aaaa-bbbb", "2024-03-01T10:00:00Z", { aliases: ["CVE-2024-0001"] })));
+    await writeFile(many, JSON.stringify([osv("PYSEC-2024-901", "2024-01-01T00:00:00Z"), osv("PYSEC-2024-902", "2024-01-01T00:00:00Z")]));
+    const first = okRun(await asAdmin(["advisories", "import", one, many]));
+    expect(first.stdout).toBe("imported 3 of 3 documents from 2 files: 3 created, 0 updated, 0 unchanged, 0 skipped (older)\n");
+    // stderr is not a terminal here: no progress bar
+    expect(first.stderr).toBe("");
+    const again = json(await asAdmin(["-o", "json", "advisories", "import", one, many, "--batch-size", "2"]));
+    expect(again["results"]).toEqual([
+      { index: 0, advisoryId: "GHSA-cli1-aaaa-bbbb", uid: "GHSA-cli1-aaaa-bbbb", outcome: "OUTCOME_UNCHANGED" },
+      { index: 1, advisoryId: "PYSEC-2024-901", uid: "PYSEC-2024-901", outcome: "OUTCOME_UNCHANGED" },
+      { index: 2, advisoryId: "PYSEC-2024-902", uid: "PYSEC-2024-902", outcome: "OUTCOME_UNCHANGED" },
+    ]);
+    const listed = tableRows(okRun(await asAdmin(["advisories", "list", "--alias", "CVE-2024-0001"])).stdout);
+    expect(listed.header).toEqual(["UID", "ALIASES", "COMPONENT", "TYPE", "MODIFIED", "SUMMARY"]);
+    expect(listed.rows.map((r) => [r[0], r[1], r[4], r[5]])).toEqual([["GHSA-cli1-aaaa-bbbb", "CVE-2024-0001", "2024-03-01T10:00:00Z", "about GHSA-cli1-aaaa-bbbb"]]);
+    expect(json(await asAdmin(["-o", "json", "advisories", "get", "PYSEC-2024-901"]))["summary"]).toBe("about PYSEC-2024-901");
+  });
+
+  it("draws a progress bar when stderr is a terminal", async () => {
+    const docs = join(tmp, "progress.json");
+    await writeFile(docs, JSON.stringify([1, 2, 3, 4].map((i) => osv(`PYSEC-2024-92${i}`, "2024-01-01T00:00:00Z"))));
+    const res = await runCliInTerminal(["--api", server.url, "advisories", "import", docs, "--batch-size", "1"], {
+      PLATFORM_CONFIG_DIR: freshConfigDir(),
+      PLATFORM_TOKEN: server.token,
+    });
+    expect(res.code, res.output).toBe(0);
+    expect(res.output).toMatch(/importing \[[░█]+\] 0\/4 documents/);
+    expect(res.output).toContain("imported 4 of 4 documents from 1 file: 4 created, 0 updated, 0 unchanged, 0 skipped (older)");
+  });
+
+  it("names the file and entry of a bad document, imports the other batches, and exits 2", async () => {
+    const bad = join(tmp, "bad.json");
+    const good = join(tmp, "good.json");
+    await writeFile(bad, JSON.stringify([osv("PYSEC-2024-911", "2024-01-01T00:00:00Z"), { id: "PYSEC-2024-912" }]));
+    await writeFile(good, JSON.stringify(osv("PYSEC-2024-913", "2024-01-01T00:00:00Z")));
+    const res = await asAdmin(["advisories", "import", bad, good, "--batch-size", "2"]);
+    expect(res.code).toBe(2);
+    expect(res.stdout).toBe("imported 1 of 3 documents from 2 files: 1 created, 0 updated, 0 unchanged, 0 skipped (older), 2 failed\n");
+    expect(res.stderr).toBe(`error: invalid argument: ${bad}[1].modified: is required\nerror: 2 of 3 documents were not imported\n`);
+    expect((await admin("GET", "/vulnerabilities/v2beta1/advisories/PYSEC-2024-913")).status).toBe(200);
+    expect((await admin("GET", "/vulnerabilities/v2beta1/advisories/PYSEC-2024-911")).status).toBe(404);
+  });
+
+  it("stops before sending anything when a file is not JSON (exit 2)", async () => {
+    const notJson = join(tmp, "broken.json");
+    await writeFile(notJson, "{ nope");
+    const res = await asAdmin(["advisories", "import", notJson]);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(new RegExp(`^error: ${notJson.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}: not JSON: `));
+  });
+});
