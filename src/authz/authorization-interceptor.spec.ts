@@ -4,6 +4,7 @@ import { ThingService } from "../../gen/resttest/v1/kitchen_sink_pb.js";
 import { principalKey } from "../auth/index.js";
 import type { Database } from "../db/index.js";
 import { authorizationInterceptor } from "./authorization-interceptor.js";
+import { GrantsCache } from "./grants-cache.js";
 
 // Stands in for the authentication interceptor.
 const authenticated: Interceptor = (next) => (req) => {
@@ -23,7 +24,7 @@ describe("authorizationInterceptor", () => {
             return req;
           },
         }),
-      { router: { interceptors: [authenticated, authorizationInterceptor({ db: untouchable, registryAudience: "http://api/registry" })] } },
+      { router: { interceptors: [authenticated, authorizationInterceptor({ db: untouchable, grants: new GrantsCache(untouchable, () => new Date()), registryAudience: "http://api/registry" })] } },
     );
     const err = await createClient(ThingService, transport)
       .getThing({ name: "x" })

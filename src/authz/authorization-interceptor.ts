@@ -10,7 +10,9 @@ import { principalKey } from "../auth/index.js";
 import type { Database } from "../db/index.js";
 import { invalidArgument, permissionDenied, unauthenticated } from "../errors/index.js";
 import { listVisibilityKey } from "../list/index.js";
-import { Grants, roleScope } from "./grants.js";
+import type { Grants } from "./grants.js";
+import { roleScope } from "./grants.js";
+import type { GrantsCache } from "./grants-cache.js";
 
 /** The caller's grants, for services that record who did something (e.g. the creator of an organization). */
 export const grantsKey = createContextKey<Grants | undefined>(undefined, { description: "caller grants" });
@@ -34,6 +36,7 @@ function readPath(message: unknown, path: string): string {
 
 export interface AuthorizationOptions {
   db: Database;
+  grants: GrantsCache;
   /** Tokens for this audience may call only the registry domain. */
   registryAudience: string;
 }
@@ -58,7 +61,7 @@ export function authorizationInterceptor(opts: AuthorizationOptions): Intercepto
     const decl = declarations.get(key);
     if (!decl) throw permissionDenied(`${req.method.name} declares no authorization`);
 
-    const grants = await Grants.load(opts.db, principal.identityUid);
+    const grants = await opts.grants.get(principal.identityUid);
     const denied = () => permissionDenied(`the caller lacks ${decl.capability} here`);
     switch (decl.scope) {
       case Authorization_Scope.RESOURCE: {
@@ -93,6 +96,13 @@ export function authorizationInterceptor(opts: AuthorizationOptions): Intercepto
         throw permissionDenied(`${req.method.name} declares an unknown scope`);
     }
     req.contextValues.set(grantsKey, grants);
-    return next(req);
+    if (decl.scope === Authorization_Scope.LIST || decl.capability.endsWith(".list")) return next(req);
+    // A write may have changed grants: clear this replica's cache once it is
+    // committed (other replicas hear of it through NOTIFY).
+    try {
+      return await next(req);
+    } finally {
+      opts.grants.invalidate();
+    }
   };
 }

@@ -1,3 +1,4 @@
 export { CAPABILITIES, BUILT_IN_ROLES, isCapability, isBuiltInRole, type BuiltInRole } from "./capabilities.js";
 export { authorizationInterceptor, declaredAuthorization, grantsKey } from "./authorization-interceptor.js";
 export { Grants, type Grant } from "./grants.js";
+export { GrantsCache, GRANTS_CHANGED_CHANNEL } from "./grants-cache.js";

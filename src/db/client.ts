@@ -21,6 +21,12 @@ export interface DatabaseHandle {
   kind: "pglite" | "postgres";
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
+  /**
+   * Subscribes to NOTIFY on `channel`. `onListening` runs each time the
+   * subscription is (re)established, since notifications sent while it was
+   * down are lost. Resolves to the unsubscribe function.
+   */
+  listen(channel: string, onNotify: () => void, onListening: () => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -45,6 +51,10 @@ export async function openDatabase(opts: DatabaseOptions): Promise<DatabaseHandl
       db,
       kind: "postgres",
       ping: async () => void (await client`select 1`),
+      listen: async (channel, onNotify, onListening) => {
+        const subscription = await client.listen(channel, onNotify, onListening);
+        return () => subscription.unlisten();
+      },
       close: () => client.end({ timeout: 5 }),
     };
   }
@@ -57,6 +67,12 @@ export async function openDatabase(opts: DatabaseOptions): Promise<DatabaseHandl
     db,
     kind: "pglite",
     ping: async () => void (await client.query("select 1")),
+    // In-process: a notification is delivered before the committing query resolves.
+    listen: async (channel, onNotify, onListening) => {
+      const unlisten = await client.listen(channel, onNotify);
+      onListening();
+      return unlisten;
+    },
     close: () => client.close(),
   };
 }

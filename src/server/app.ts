@@ -5,7 +5,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 import { OidcIssuers, SigningKeys, TokenService, authenticationInterceptor, bootstrapAdminToken, writeAdminToken, type MintedToken } from "../auth/index.js";
 import { loginRoutes } from "../auth/login/index.js";
-import { authorizationInterceptor } from "../authz/index.js";
+import { GRANTS_CHANGED_CHANNEL, GrantsCache, authorizationInterceptor } from "../authz/index.js";
 import { openDatabase, type DatabaseHandle } from "../db/index.js";
 import { errorInfoInterceptor } from "../errors/index.js";
 import { ListEngine } from "../list/index.js";
@@ -64,6 +64,13 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     }
   };
 
+  const grantsCache = new GrantsCache(database.db, clock);
+  const unlistenGrants = await database.listen(
+    GRANTS_CHANGED_CHANNEL,
+    () => grantsCache.invalidate(),
+    () => grantsCache.invalidate(),
+  );
+
   const descriptors = API_SERVICES.map((s) => s.service);
   const implementations = API_SERVICES.map((s) => s.implement(ctx));
   const apiRoutes = (router: ConnectRouter) => implementations.forEach((register) => register(router));
@@ -75,7 +82,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   const interceptors: Interceptor[] = [
     errorInfoInterceptor(urls.serviceDomain, (cause) => log.error({ err: cause }, "internal error")),
     authenticationInterceptor(tokens, () => [urls.baseUrl, urls.registryAudience]),
-    authorizationInterceptor({ db: database.db, registryAudience: urls.registryAudience }),
+    authorizationInterceptor({ db: database.db, grants: grantsCache, registryAudience: urls.registryAudience }),
   ];
   const routerOptions = { interceptors, readMaxBytes: MAX_MESSAGE_BYTES, writeMaxBytes: 16 * MAX_MESSAGE_BYTES };
 
@@ -146,6 +153,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     async close() {
       shutdown.abort();
       await listener.close(config.shutdownGraceMs);
+      await unlistenGrants();
       await database.close();
     },
   };

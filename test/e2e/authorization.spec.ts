@@ -1,7 +1,9 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { eq } from "drizzle-orm";
 import { BUILT_IN_ROLES, declaredAuthorization } from "../../src/authz/index.js";
+import { schema } from "../../src/db/index.js";
 import { API_SERVICES } from "../../src/services/index.js";
 import { grpcJsClient, grpcUnary, restClient, type JsonObject, type RestResponse } from "../support/clients.js";
 import { startOidcProvider, type TestOidcProvider } from "../support/oidc-provider.js";
@@ -243,3 +245,31 @@ describe("isolation over gRPC", () => {
     }
   });
 });
+
+describe("grants changed outside this replica's RPCs", () => {
+  it("a binding written straight to the database counts on the next request", async () => {
+    const org = uidOf(await createGroup(admin, "outside-write"));
+    const identity = uidOf(await createIdentity(admin, org, { name: "elsewhere" }));
+    const call = restClient(server.url, (await server.app.tokens.mint(identity, server.app.urls.baseUrl)).token);
+    expectDenied(await call("GET", `/iam/v2beta1/groups/${org}`), "before");
+    // As another replica or the login flow would: no RPC of this server is involved.
+    const db = server.app.database.db;
+    await db.insert(schema.roleBindings).values({ uid: `${org}/00000000000000aa`, parentUid: org, identityUid: identity, roleUid: "viewer", createTime: new Date() });
+    await eventually(async () => (await call("GET", `/iam/v2beta1/groups/${org}`)).status === 200);
+    await db.delete(schema.roleBindings).where(eq(schema.roleBindings.uid, `${org}/00000000000000aa`));
+    await eventually(async () => (await call("GET", `/iam/v2beta1/groups/${org}`)).status === 403);
+  });
+});
+
+/**
+ * PGlite delivers the notification before the write resolves; PostgreSQL
+ * sends it to the listening connection at commit, a moment later.
+ */
+async function eventually(check: () => Promise<boolean>): Promise<void> {
+  const limit = server.backend === "pglite" ? 1 : 50;
+  for (let i = 0; i < limit; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`not true after ${limit} tries`);
+}

@@ -1,0 +1,49 @@
+import type { Executor } from "../db/index.js";
+import { Grants } from "./grants.js";
+
+/** The NOTIFY channel the grants triggers use (migration 0004). */
+export const GRANTS_CHANGED_CHANNEL = "platform_grants_changed";
+
+const MAX_ENTRIES = 10_000;
+/** A safety net: even without any notification, grants are re-read this often. */
+const MAX_AGE_MS = 60_000;
+
+interface Entry {
+  grants: Grants;
+  loadedAt: number;
+}
+
+/**
+ * Callers' grants, kept until anything that grants capabilities changes:
+ * database triggers NOTIFY every replica on commit, and a replica also
+ * clears its own cache after each write it serves. A load that started
+ * before a clear is not stored (the generation moved on), so a stale read
+ * never outlives the change.
+ */
+export class GrantsCache {
+  private readonly entries = new Map<string, Entry>();
+  private generation = 0;
+
+  constructor(
+    private readonly db: Executor,
+    private readonly clock: () => Date,
+  ) {}
+
+  async get(identityUid: string): Promise<Grants> {
+    const now = this.clock().getTime();
+    const hit = this.entries.get(identityUid);
+    if (hit && now - hit.loadedAt < MAX_AGE_MS) return hit.grants;
+    const generation = this.generation;
+    const grants = await Grants.load(this.db, identityUid);
+    if (generation === this.generation) {
+      if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
+      this.entries.set(identityUid, { grants, loadedAt: now });
+    }
+    return grants;
+  }
+
+  invalidate(): void {
+    this.generation++;
+    this.entries.clear();
+  }
+}
