@@ -1,5 +1,4 @@
-import type { Executor } from "../db/index.js";
-import { Grants } from "./grants.js";
+import type { Grants } from "./grants.js";
 
 /** The NOTIFY channel the grants triggers use (migration 0004). */
 export const GRANTS_CHANGED_CHANNEL = "platform_grants_changed";
@@ -25,7 +24,7 @@ export class GrantsCache {
   private generation = 0;
 
   constructor(
-    private readonly db: Executor,
+    private readonly load: (identityUid: string) => Promise<Grants>,
     private readonly clock: () => Date,
   ) {}
 
@@ -34,7 +33,7 @@ export class GrantsCache {
     const hit = this.entries.get(identityUid);
     if (hit && now - hit.loadedAt < MAX_AGE_MS) return hit.grants;
     const generation = this.generation;
-    const grants = await Grants.load(this.db, identityUid);
+    const grants = await this.load(identityUid);
     if (generation === this.generation) {
       if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
       this.entries.set(identityUid, { grants, loadedAt: now });

@@ -5,7 +5,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "pino";
 import { OidcIssuers, SigningKeys, TokenService, authenticationInterceptor, bootstrapAdminToken, writeAdminToken, type MintedToken } from "../auth/index.js";
 import { loginRoutes } from "../auth/login/index.js";
-import { GRANTS_CHANGED_CHANNEL, GrantsCache, authorizationInterceptor } from "../authz/index.js";
+import { GRANTS_CHANGED_CHANNEL, Grants, GrantsCache, authorizationInterceptor } from "../authz/index.js";
 import { openDatabase, type DatabaseHandle } from "../db/index.js";
 import { errorInfoInterceptor } from "../errors/index.js";
 import { ListEngine } from "../list/index.js";
@@ -64,7 +64,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     }
   };
 
-  const grantsCache = new GrantsCache(database.db, clock);
+  const grantsCache = new GrantsCache((identityUid) => Grants.load(database.db, identityUid), clock);
   const unlistenGrants = await database.listen(
     GRANTS_CHANGED_CHANNEL,
     () => grantsCache.invalidate(),
