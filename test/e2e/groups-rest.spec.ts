@@ -294,6 +294,15 @@ describe("groups over REST", () => {
       expect(res.body).toMatchObject({ name: "upd-d2", description: "", verified: false });
     });
 
+    it("refuses a negative resource limit", async () => {
+      const g = await createGroup({ name: "upd-limits" });
+      const res = await call("PATCH", `/iam/v2beta1/groups/${g["uid"]}`, { resourceLimits: { repositories: -1 } });
+      expect(res.status).toBe(400);
+      expect(detail(res, "BadRequest")!["fieldViolations"]).toEqual([
+        { field: "resource_limits[repositories]", description: "must not be negative" },
+      ]);
+    });
+
     it("validates the result and the mask", async () => {
       const g = await createGroup({ name: "upd-e" });
       const bad = await call("PATCH", `/iam/v2beta1/groups/${g["uid"]}`, { name: "NOPE" });

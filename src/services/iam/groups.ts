@@ -41,6 +41,9 @@ export const groupMapping: ResourceMapping<typeof schema.groups, typeof GroupSch
     if (!GROUP_NAME_PATTERN.test(g.name)) throw invalidArgument("name", "must match the pattern ^[a-z0-9 ._-]{1,}$");
     checkName(g.name);
     checkDescription(g.description);
+    for (const [key, limit] of Object.entries(g.resourceLimits)) {
+      if (limit < 0) throw invalidArgument(`resource_limits[${key}]`, "must not be negative");
+    }
   },
   toColumns: (g) => ({ name: g.name, description: g.description, resourceLimits: g.resourceLimits }),
   duplicate: (g) => `a sibling group named "${g.name}" already exists`,
