@@ -14,6 +14,10 @@ export const principalKey = createContextKey<Principal | undefined>(undefined, {
 // load balancers can use them.
 const PUBLIC_SERVICE_PREFIXES = ["grpc.reflection.", "grpc.health."];
 
+export function isPublicService(typeName: string): boolean {
+  return PUBLIC_SERVICE_PREFIXES.some((p) => typeName.startsWith(p));
+}
+
 export function bearerToken(header: string | null): string | undefined {
   if (!header) return undefined;
   const m = /^Bearer\s+([A-Za-z0-9._~+/=-]+)\s*$/i.exec(header);
@@ -23,7 +27,7 @@ export function bearerToken(header: string | null): string | undefined {
 /** Requires a valid API token on every RPC of every protocol, except the public services. */
 export function authenticationInterceptor(tokens: TokenService, audiences: () => string[]): Interceptor {
   return (next) => async (req) => {
-    if (PUBLIC_SERVICE_PREFIXES.some((p) => req.service.typeName.startsWith(p))) return next(req);
+    if (isPublicService(req.service.typeName)) return next(req);
     const token = bearerToken(req.header.get("authorization"));
     if (!token) throw unauthenticated("missing Authorization: Bearer <token> header");
     const verified = await tokens.verify(token, audiences());

@@ -6,7 +6,7 @@ import {
   authorization,
   type Authorization,
 } from "../../gen/platform/common/v1/authorization_pb.js";
-import { principalKey } from "../auth/index.js";
+import { isPublicService, principalKey } from "../auth/index.js";
 import type { Database } from "../db/index.js";
 import { invalidArgument, permissionDenied, unauthenticated } from "../errors/index.js";
 import { listVisibilityKey } from "../list/index.js";
@@ -17,7 +17,6 @@ import type { GrantsCache } from "./grants-cache.js";
 /** The caller's grants, for services that record who did something (e.g. the creator of an organization). */
 export const grantsKey = createContextKey<Grants | undefined>(undefined, { description: "caller grants" });
 
-const PUBLIC_SERVICE_PREFIXES = ["grpc.reflection.", "grpc.health."];
 
 /** The declaration of a method, or undefined when it has none (refused). */
 export function declaredAuthorization(method: DescMethod): Authorization | undefined {
@@ -50,7 +49,7 @@ export function authorizationInterceptor(opts: AuthorizationOptions): Intercepto
   const declarations = new Map<string, Authorization | undefined>();
   return (next) => async (req) => {
     const service = req.service.typeName;
-    if (PUBLIC_SERVICE_PREFIXES.some((p) => service.startsWith(p))) return next(req);
+    if (isPublicService(service)) return next(req);
     const principal = req.contextValues.get(principalKey);
     if (!principal) throw unauthenticated("missing credentials");
     if (principal.audience === opts.registryAudience && !service.startsWith("platform.registry.")) {

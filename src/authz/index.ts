@@ -2,3 +2,4 @@ export { CAPABILITIES, BUILT_IN_ROLES, isCapability, isBuiltInRole, type BuiltIn
 export { authorizationInterceptor, declaredAuthorization, grantsKey } from "./authorization-interceptor.js";
 export { Grants, type Grant } from "./grants.js";
 export { GrantsCache, GRANTS_CHANGED_CHANNEL } from "./grants-cache.js";
+export { grantRole } from "./grant-role.js";

@@ -29,6 +29,11 @@ function below(uid: PgColumn, prefix: string): SQL {
   return and(gt(uid, `${prefix}/`), lt(uid, `${prefix}0`)) as SQL;
 }
 
+/** The path itself or anything below it. */
+export function atOrBelow(path: PgColumn, prefix: string): SQL {
+  return or(eq(path, prefix), below(path, prefix)) as SQL;
+}
+
 /** Strict ancestors of a slash-separated uid: a/b/c → [a, a/b]. */
 function strictPrefixes(uid: string): string[] {
   const segments = uid.split("/");
@@ -50,7 +55,7 @@ export function scopeConditions(cols: ScopeColumns, f: UidpFilter | undefined): 
     const path = cols.path ?? cols.uid;
     if (f.descendantsOf) where.push(below(path, f.descendantsOf));
     if (f.childrenOf) where.push(eq(parentUid, f.childrenOf));
-    if (f.inRoot) where.push(or(eq(path, f.inRoot), below(path, f.inRoot)) as SQL);
+    if (f.inRoot) where.push(atOrBelow(path, f.inRoot));
   }
   if (parentUid && f.ancestorsOf) {
     const above = strictPrefixes(f.ancestorsOf);

@@ -1,6 +1,7 @@
 import { createContextKey } from "@connectrpc/connect";
-import { and, eq, gt, isNull, lt, or, sql, type SQL } from "drizzle-orm";
+import { isNull, or, sql, type SQL } from "drizzle-orm";
 import type { PgColumn } from "drizzle-orm/pg-core";
+import { atOrBelow } from "./scope.js";
 
 /** Where a List may look: everywhere, or at and below these group paths. */
 export type ListVisibility = { all: true } | { all: false; roots: string[] };
@@ -23,7 +24,7 @@ export interface VisibilityColumns {
 export function visibilityCondition(cols: VisibilityColumns, v: ListVisibility): SQL | undefined {
   if (v.all) return undefined;
   const path = cols.path ?? cols.uid;
-  const parts: SQL[] = v.roots.map((r) => or(eq(path, r), and(gt(path, `${r}/`), lt(path, `${r}0`))) as SQL);
+  const parts: SQL[] = v.roots.map((r) => atOrBelow(path, r));
   if (cols.globalRowsVisible && cols.parentUid) parts.push(isNull(cols.parentUid));
   return parts.length ? (or(...parts) as SQL) : sql`false`;
 }

@@ -1,7 +1,7 @@
 import type { Executor } from "../../db/index.js";
 import { findInviteByCode, findRedeemableInvite, markInviteRedeemed } from "../../services/iam/group-invites.js";
 import { LoginError } from "./login-error.js";
-import { bindRole } from "./person-identity.js";
+import { grantRole } from "../../authz/grant-role.js";
 import type { SignedInPerson } from "./upstream.js";
 
 /** Invite codes are 43 base64url characters; anything far from that is not worth a query. */
@@ -36,5 +36,5 @@ export async function redeemInvite(tx: Executor, code: string, person: SignedInP
     if (!matches) throw new LoginError("invite_email_mismatch", "the invite is for another email address (a verified email is required)");
   }
   if (!(await markInviteRedeemed(tx, invite.uid, now))) throw await refusal(tx, code, now);
-  await bindRole(tx, invite.parentUid, identityUid, invite.roleUid, now);
+  await grantRole(tx, invite.parentUid, identityUid, invite.roleUid, now);
 }

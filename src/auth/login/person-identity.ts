@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { and, asc, eq, isNull, sql } from "drizzle-orm";
-import { newChildUid, schema, type Executor } from "../../db/index.js";
+import { grantRole } from "../../authz/grant-role.js";
+import { schema, type Executor } from "../../db/index.js";
 import { MAX_NAME_LENGTH } from "../../services/validation.js";
 import type { SignedInPerson } from "./upstream.js";
 
@@ -38,14 +39,6 @@ export async function findOrCreatePersonIdentity(tx: Executor, person: SignedInP
   return uid;
 }
 
-/** Grants `roleUid` to the identity at `groupUid`; nothing happens when it already holds it there. */
-export async function bindRole(tx: Executor, groupUid: string, identityUid: string, roleUid: string, now: Date): Promise<void> {
-  await tx
-    .insert(schema.roleBindings)
-    .values({ uid: newChildUid(groupUid), parentUid: groupUid, identityUid, roleUid, createTime: now })
-    .onConflictDoNothing();
-}
-
 /**
  * An organization's IdentityProvider binds its default role at the
  * organization the first time the person comes through it: when they hold
@@ -58,5 +51,5 @@ export async function bindDefaultRole(tx: Executor, groupUid: string, identityUi
     .from(b)
     .where(and(eq(b.parentUid, groupUid), eq(b.identityUid, identityUid)))
     .limit(1);
-  if (!held) await bindRole(tx, groupUid, identityUid, roleUid, now);
+  if (!held) await grantRole(tx, groupUid, identityUid, roleUid, now);
 }

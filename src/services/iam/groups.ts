@@ -4,6 +4,7 @@ import { eq } from "drizzle-orm";
 import { GroupSchema, GroupsService, ListGroupsResponseSchema, type Group } from "../../../gen/platform/iam/v2beta1/groups_pb.js";
 import { groupContents, isForeignKeyViolation, newChildUid, newRootUid, schema } from "../../db/index.js";
 import { principalKey } from "../../auth/index.js";
+import { grantRole } from "../../authz/grant-role.js";
 import { failedPrecondition, invalidArgument, unauthenticated } from "../../errors/index.js";
 import type { ListSource } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
@@ -68,13 +69,7 @@ export function groupsService(ctx: ServiceContext): ServiceImpl<typeof GroupsSer
       if (!creator) throw unauthenticated("missing credentials");
       return ctx.db.transaction(async (tx) => {
         const group = await store.create(input, { uid: newRootUid(), parentUid: null }, tx);
-        await tx.insert(schema.roleBindings).values({
-          uid: newChildUid(group.uid),
-          parentUid: group.uid,
-          identityUid: creator.identityUid,
-          roleUid: "owner",
-          createTime: ctx.clock(),
-        });
+        await grantRole(tx, group.uid, creator.identityUid, "owner", ctx.clock());
         return group;
       });
     },

@@ -1,0 +1,14 @@
+import { newChildUid, schema, type Executor } from "../db/index.js";
+
+/**
+ * Grants `roleUid` to an identity at a group without the API's checks: for
+ * the service itself (an organization's creator, a signed-in person's
+ * default role or redeemed invite). Nothing happens when the identity
+ * already holds that role there.
+ */
+export async function grantRole(tx: Executor, groupUid: string, identityUid: string, roleUid: string, now: Date): Promise<void> {
+  await tx
+    .insert(schema.roleBindings)
+    .values({ uid: newChildUid(groupUid), parentUid: groupUid, identityUid, roleUid, createTime: now })
+    .onConflictDoNothing();
+}
