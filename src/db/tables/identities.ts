@@ -18,6 +18,7 @@ export const identities = pgTable(
     claimIssuerPattern: text("claim_issuer_pattern").notNull().default(""),
     claimSubjectPattern: text("claim_subject_pattern").notNull().default(""),
     claimAudience: text("claim_audience").notNull().default(""),
+    claimAudiencePattern: text("claim_audience_pattern").notNull().default(""),
     lastSeenTime: timestampMs("last_seen_time"),
     createTime: timestampMs("create_time").notNull(),
     updateTime: timestampMs("update_time").notNull(),
