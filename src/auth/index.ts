@@ -4,4 +4,5 @@ export { authenticationInterceptor, isPublicService, principalKey, bearerToken, 
 export { openidConfiguration, jwks } from "./well-known.js";
 export { bootstrapAdminToken, writeAdminToken } from "./bootstrap.js";
 export { OidcIssuers } from "./oidc-issuers.js";
-export { exchangeToken, matchesPattern, type TokenExchangeDeps } from "./token-exchange.js";
+export { exchangeToken, audienceAccepted, type TokenExchangeDeps } from "./token-exchange.js";
+export { compileClaimPattern, matchesClaimPattern, ClaimPatternError, MAX_MATCHED_CLAIM_LENGTH } from "./claim-pattern.js";

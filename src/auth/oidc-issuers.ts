@@ -45,7 +45,7 @@ export class OidcIssuers {
   }
 
   /** Verifies signature, `iss` and expiry (and `aud` when given); throws on any failure. */
-  async verify(token: string, issuer: string, audience: string | undefined): Promise<JWTPayload> {
+  async verify(token: string, issuer: string, audience?: string): Promise<JWTPayload> {
     if (!this.allowed(issuer)) throw new Error("issuer not allowed");
     const check = async (keys: IssuerKeys) =>
       (

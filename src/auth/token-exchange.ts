@@ -1,7 +1,9 @@
 import { eq } from "drizzle-orm";
-import { decodeJwt } from "jose";
-import { schema, type Database } from "../db/index.js";
+import { decodeJwt, type JWTPayload } from "jose";
+import { schema, UID_SHAPES, type Database } from "../db/index.js";
 import { invalidArgument, unauthenticated } from "../errors/index.js";
+import { checkText } from "../services/request-check.js";
+import { matchesClaimPattern } from "./claim-pattern.js";
 import type { OidcIssuers } from "./oidc-issuers.js";
 import type { MintedToken, TokenService } from "./tokens.js";
 
@@ -11,6 +13,8 @@ export interface TokenExchangeDeps {
   issuers: OidcIssuers;
   /** Audiences a caller may ask for: the API base URL and the registry audience. */
   audiences: string[];
+  /** This service's auth URL: the `aud` a workload token must carry when its identity names no audience. */
+  authUrl: string;
   clock: () => Date;
   /** Where failures are logged (never shown to the caller). */
   onRejected: (reason: string) => void;
@@ -21,15 +25,6 @@ export interface ExchangeRequest {
   identityUid: string;
   /** The caller's OIDC token (the bearer token of the exchange request). */
   oidcToken: string | undefined;
-}
-
-/** Anchored match: a claimMatch pattern must match the whole claim. */
-export function matchesPattern(pattern: string, value: string): boolean {
-  try {
-    return new RegExp(`^(?:${pattern})$`, "u").test(value);
-  } catch {
-    return false;
-  }
 }
 
 type IdentityRow = typeof schema.identities.$inferSelect;
@@ -45,12 +40,31 @@ function issuerFor(identity: IdentityRow, token: string): string | undefined {
   } catch {
     return undefined;
   }
-  return typeof iss === "string" && matchesPattern(identity.claimIssuerPattern, iss) ? iss : undefined;
+  return typeof iss === "string" && matchesClaimPattern(identity.claimIssuerPattern, iss) ? iss : undefined;
 }
 
 function subjectMatches(identity: IdentityRow, sub: string): boolean {
   if (identity.claimSubject) return identity.claimSubject === sub;
-  return identity.claimSubjectPattern ? matchesPattern(identity.claimSubjectPattern, sub) : false;
+  return identity.claimSubjectPattern ? matchesClaimPattern(identity.claimSubjectPattern, sub) : false;
+}
+
+/**
+ * The token must be meant for this service: the identity's audience (exact)
+ * or audience pattern, and where it names neither, the auth URL as
+ * configured, with or without a trailing slash. A token minted for another
+ * application of the same issuer is never enough (docs/security.md).
+ */
+export function audienceAccepted(identity: Pick<IdentityRow, "claimAudience" | "claimAudiencePattern">, aud: unknown, authUrl: string): boolean {
+  const values = (Array.isArray(aud) ? aud : [aud]).filter((a): a is string => typeof a === "string");
+  if (identity.claimAudience || identity.claimAudiencePattern) {
+    return values.some(
+      (a) =>
+        (identity.claimAudience !== "" && a === identity.claimAudience) ||
+        (identity.claimAudiencePattern !== "" && matchesClaimPattern(identity.claimAudiencePattern, a)),
+    );
+  }
+  const bare = authUrl.replace(/\/+$/, "");
+  return values.some((a) => a === bare || a === `${bare}/`);
 }
 
 /**
@@ -59,26 +73,31 @@ function subjectMatches(identity: IdentityRow, sub: string): boolean {
  * identity is the same UNAUTHENTICATED, so callers learn nothing from it.
  */
 export async function exchangeToken(deps: TokenExchangeDeps, req: ExchangeRequest): Promise<MintedToken> {
+  checkText(req.audience, "aud");
+  checkText(req.identityUid, "identity");
   if (!req.audience) throw invalidArgument("aud", "is required");
   if (!deps.audiences.includes(req.audience)) throw invalidArgument("aud", `must be one of ${deps.audiences.join(", ")}`);
   if (!req.identityUid) throw invalidArgument("identity", "is required");
+  // Only identities held by a group are assumable: root-level ones are the
+  // bootstrap identity and people who signed in with a browser.
+  if (!UID_SHAPES.child.test(req.identityUid)) throw invalidArgument("identity", "is not the uid of an identity held by a group");
   const reject = (reason: string) => {
     deps.onRejected(reason);
     return unauthenticated("the token was not accepted for this identity");
   };
   if (!req.oidcToken) throw reject("no bearer token");
   const [identity] = await deps.db.select().from(schema.identities).where(eq(schema.identities.uid, req.identityUid));
-  if (!identity) throw reject("unknown identity");
+  if (!identity || identity.parentUid === null) throw reject("unknown identity");
   const issuer = issuerFor(identity, req.oidcToken);
   if (!issuer) throw reject("identity has no usable issuer for this token");
-  let sub: string;
+  let payload: JWTPayload;
   try {
-    const payload = await deps.issuers.verify(req.oidcToken, issuer, identity.claimAudience || undefined);
-    sub = String(payload.sub);
+    payload = await deps.issuers.verify(req.oidcToken, issuer);
   } catch (e) {
     throw reject(`verification failed: ${e instanceof Error ? e.message : String(e)}`);
   }
-  if (!subjectMatches(identity, sub)) throw reject("subject does not match");
+  if (!audienceAccepted(identity, payload.aud, deps.authUrl)) throw reject("audience not meant for this service");
+  if (!subjectMatches(identity, String(payload.sub))) throw reject("subject does not match");
   await deps.db.update(schema.identities).set({ lastSeenTime: deps.clock() }).where(eq(schema.identities.uid, identity.uid));
   return deps.tokens.mint(identity.uid, req.audience);
 }

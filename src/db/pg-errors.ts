@@ -16,3 +16,14 @@ export function isUniqueViolation(e: unknown): boolean {
 export function isForeignKeyViolation(e: unknown): boolean {
   return sqlState(e) === "23503";
 }
+
+/**
+ * A value PostgreSQL cannot take (class 22, data exception: a NUL byte, an
+ * out-of-range number or time) or a limit it enforces (class 54, e.g. an
+ * index row too large). Input checks should refuse these first; this is the
+ * last line that keeps them from becoming INTERNAL.
+ */
+export function isDataError(e: unknown): boolean {
+  const state = sqlState(e);
+  return state !== undefined && (state.startsWith("22") || state.startsWith("54"));
+}

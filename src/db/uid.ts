@@ -15,3 +15,30 @@ export function parentOf(uid: string): string {
   const i = uid.lastIndexOf("/");
   return i < 0 ? "" : uid.slice(0, i);
 }
+
+// Shapes of the uids the service hands out (DESIGN §2 / docs/security.md):
+// checked before a uid reaches a query, so malformed input never costs a
+// database round trip or reaches PostgreSQL.
+const HEX40 = "[0-9a-f]{40}";
+const HEX16 = "[0-9a-f]{16}";
+const BUILT_IN_ROLE_UIDS = "viewer|editor|owner|registry\\.pull|registry\\.push";
+
+export const UID_SHAPES = {
+  /** A group: a root (40 hex) and any child segments (16 hex each). */
+  group: new RegExp(`^${HEX40}(?:/${HEX16})*$`),
+  /** A resource held by a group: a group uid and one or more 16-hex segments. */
+  child: new RegExp(`^${HEX40}(?:/${HEX16})+$`),
+  /** A role: a built-in name, or a custom role's single 16-hex segment. */
+  role: new RegExp(`^(?:${BUILT_IN_ROLE_UIDS}|${HEX16})$`),
+  /** An identity: held by a group, or root-level (bootstrap, people signed in) as one 16-hex segment. */
+  identity: new RegExp(`^(?:${HEX16}|${HEX40}(?:/${HEX16})+)$`),
+  /** An advisory: its OSV id when that is one URL-safe segment, else `osv_<32 hex>`. */
+  advisory: /^(?:[A-Za-z0-9][A-Za-z0-9.-]{0,127}|osv_[0-9a-f]{32})$/,
+} as const;
+
+export type UidKind = keyof typeof UID_SHAPES;
+
+/** Any uid the service could have made (where the kind is not known, e.g. v1 `id` filters). */
+export function isAnyUid(value: string): boolean {
+  return Object.values(UID_SHAPES).some((shape) => shape.test(value));
+}

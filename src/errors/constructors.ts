@@ -1,7 +1,9 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { isDataError } from "../db/pg-errors.js";
 import {
   BadRequestSchema,
+  ErrorInfoSchema,
   PreconditionFailureSchema,
   ResourceInfoSchema,
 } from "../../gen/google/rpc/error_details_pb.js";
@@ -55,8 +57,14 @@ export function outOfRange(description: string): ConnectError {
   return new ConnectError(`Out of range: ${description}`, Code.OutOfRange);
 }
 
-export function permissionDenied(description: string): ConnectError {
-  return new ConnectError(`Permission denied: ${description}`, Code.PermissionDenied);
+/**
+ * PERMISSION_DENIED. With `reason`, its ErrorInfo names the rule that refused
+ * (e.g. GRANT_CEILING) instead of the code; the domain is filled in on the
+ * way out like every other ErrorInfo.
+ */
+export function permissionDenied(description: string, reason?: string): ConnectError {
+  const details = reason ? [{ desc: ErrorInfoSchema, value: create(ErrorInfoSchema, { reason, domain: "" }) }] : undefined;
+  return new ConnectError(`Permission denied: ${description}`, Code.PermissionDenied, undefined, details);
 }
 
 export function unauthenticated(description: string): ConnectError {
@@ -70,4 +78,18 @@ export function unimplemented(description: string): ConnectError {
 /** INTERNAL without leaking the cause to the caller; the cause is kept for the log. */
 export function internalError(cause: unknown): ConnectError {
   return new ConnectError("Internal error", Code.Internal, undefined, undefined, cause);
+}
+
+/**
+ * Anything thrown, as the error the caller sees: a ConnectError as it is; a
+ * value PostgreSQL refused (a data exception or a size limit, which input
+ * checks should have caught first) as INVALID_ARGUMENT; anything else as
+ * INTERNAL, its cause handed to `onInternal` (the log) and never to the
+ * caller. Every entry point (RPC interceptor, REST, plain HTTP routes) uses it.
+ */
+export function toConnectError(thrown: unknown, onInternal: (cause: unknown) => void): ConnectError {
+  if (thrown instanceof ConnectError) return thrown;
+  if (isDataError(thrown)) return invalidArgument("request", "contains a value that cannot be stored (too large, out of range or not valid text)");
+  onInternal(thrown);
+  return internalError(thrown);
 }

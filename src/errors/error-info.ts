@@ -2,13 +2,9 @@ import { create } from "@bufbuild/protobuf";
 import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { codeName } from "./status.js";
-import { internalError } from "./constructors.js";
+import { toConnectError } from "./constructors.js";
 
 const ERROR_INFO_TYPE = ErrorInfoSchema.typeName;
-
-function hasErrorInfo(err: ConnectError): boolean {
-  return err.details.some((d) => ("desc" in d ? d.desc.typeName : d.type) === ERROR_INFO_TYPE);
-}
 
 /**
  * The ErrorInfo domain for a fully qualified service name:
@@ -20,9 +16,16 @@ export function errorDomainForService(serviceTypeName: string, serviceDomain: st
   return `${area}.${serviceDomain}`;
 }
 
-/** Adds `ErrorInfo{reason: <CODE_NAME>, domain}` unless the error already has one. */
+/**
+ * Adds `ErrorInfo{reason: <CODE_NAME>, domain}` unless the error already has
+ * one; an ErrorInfo made without a domain (a specific reason) gets `domain`.
+ */
 export function withErrorInfo(err: ConnectError, domain: string): ConnectError {
-  if (!hasErrorInfo(err)) {
+  const existing = err.details.find((d) => ("desc" in d ? d.desc.typeName : d.type) === ERROR_INFO_TYPE);
+  if (existing && "desc" in existing && existing.desc === ErrorInfoSchema && !existing.value.domain) {
+    (existing.value as { domain?: string }).domain = domain;
+  }
+  if (!existing) {
     err.details.push({
       desc: ErrorInfoSchema,
       value: create(ErrorInfoSchema, { reason: codeName(err.code), domain }),
@@ -41,14 +44,7 @@ export function errorInfoInterceptor(serviceDomain: string, onInternal: (cause: 
     try {
       return await next(req);
     } catch (e) {
-      let err: ConnectError;
-      if (e instanceof ConnectError) {
-        err = e;
-      } else {
-        onInternal(e);
-        err = internalError(e);
-      }
-      throw withErrorInfo(err, errorDomainForService(req.service.typeName, serviceDomain));
+      throw withErrorInfo(toConnectError(e, onInternal), errorDomainForService(req.service.typeName, serviceDomain));
     }
   };
 }

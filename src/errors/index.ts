@@ -12,6 +12,7 @@ export {
   unauthenticated,
   unimplemented,
   internalError,
+  toConnectError,
   type FieldViolation,
 } from "./constructors.js";
 export { withErrorInfo, errorDomainForService, errorInfoInterceptor } from "./error-info.js";

@@ -1,6 +1,5 @@
 import type { JsonValue } from "@bufbuild/protobuf";
-import { ConnectError } from "@connectrpc/connect";
-import { httpStatusFromCode, internalError, toStatusJson, withErrorInfo } from "../errors/index.js";
+import { httpStatusFromCode, toConnectError, toStatusJson, withErrorInfo } from "../errors/index.js";
 
 // Writing REST responses: success JSON and google.rpc.Status errors, for
 // HTTP/1.1 and HTTP/2 (compat API) alike.
@@ -36,14 +35,6 @@ export interface ErrorOptions {
 
 /** Renders any thrown value as a google.rpc.Status body with the matching HTTP status. */
 export function sendError(res: ResponseSink, thrown: unknown, opts: ErrorOptions): void {
-  let err: ConnectError;
-  if (thrown instanceof ConnectError) {
-    err = thrown;
-  } else {
-    // The cause goes to the log; the caller only sees "Internal error".
-    opts.onInternalError(thrown);
-    err = internalError(thrown);
-  }
-  withErrorInfo(err, opts.domain);
+  const err = withErrorInfo(toConnectError(thrown, opts.onInternalError), opts.domain);
   sendJson(res, opts.status ?? httpStatusFromCode(err.code), toStatusJson(err), opts.headers);
 }

@@ -10,7 +10,7 @@ import { openDatabase, type DatabaseHandle } from "../db/index.js";
 import { errorInfoInterceptor } from "../errors/index.js";
 import { ListEngine } from "../list/index.js";
 import { createRestHandler } from "../rest/index.js";
-import { API_SERVICES, type ServiceContext } from "../services/index.js";
+import { API_SERVICES, requestCheckInterceptor, type ServiceContext } from "../services/index.js";
 import { registerHealth, registerReflection } from "../services/grpc/index.js";
 import { resolveUrls, type Config, type ResolvedUrls } from "./config.js";
 import { bind, type RequestHandler } from "./listener.js";
@@ -82,6 +82,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   const interceptors: Interceptor[] = [
     errorInfoInterceptor(urls.serviceDomain, (cause) => log.error({ err: cause }, "internal error")),
     authenticationInterceptor(tokens, () => [urls.baseUrl, urls.registryAudience]),
+    requestCheckInterceptor(),
     authorizationInterceptor({ db: database.db, grants: grantsCache, registryAudience: urls.registryAudience }),
   ];
   const routerOptions = { interceptors, readMaxBytes: MAX_MESSAGE_BYTES, writeMaxBytes: 16 * MAX_MESSAGE_BYTES };
@@ -103,6 +104,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       tokens,
       issuers,
       audiences: [urls.baseUrl, urls.registryAudience],
+      authUrl: urls.authUrl,
       clock,
       onRejected: (reason) => log.info({ reason }, "token exchange rejected"),
     },

@@ -1,8 +1,7 @@
 import type http from "node:http";
 import type http2 from "node:http2";
-import { ConnectError } from "@connectrpc/connect";
 import { bearerToken, exchangeToken, jwks, openidConfiguration, type SigningKeys, type TokenExchangeDeps } from "../auth/index.js";
-import { httpStatusFromCode, internalError, toStatusJson, withErrorInfo } from "../errors/index.js";
+import { httpStatusFromCode, toConnectError, toStatusJson, withErrorInfo } from "../errors/index.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 type Res = http.ServerResponse | http2.Http2ServerResponse;
@@ -76,14 +75,7 @@ export function plainRoutes(deps: PlainRouteDeps): (req: Req, res: Res) => Promi
   ]);
 
   const fail = (res: Res, e: unknown) => {
-    let err: ConnectError;
-    if (e instanceof ConnectError) {
-      err = e;
-    } else {
-      deps.onInternalError(e);
-      err = internalError(e);
-    }
-    withErrorInfo(err, deps.errorDomain);
+    const err = withErrorInfo(toConnectError(e, deps.onInternalError), deps.errorDomain);
     sendJson(res, httpStatusFromCode(err.code), toStatusJson(err));
   };
 

@@ -23,6 +23,7 @@ import { V1_API_SERVICES } from "./v1/index.js";
 
 export type { ServiceContext } from "./context.js";
 export type { ApiService } from "./api-service.js";
+export { requestCheckInterceptor, checkText } from "./request-check.js";
 
 /** Every API service the server exposes, in the order reflection lists them. */
 export const API_SERVICES: ApiService[] = [

@@ -1,3 +1,4 @@
+import { compileClaimPattern } from "../auth/claim-pattern.js";
 import { invalidArgument } from "../errors/index.js";
 
 // Field checks shared by resource mappings; each throws INVALID_ARGUMENT
@@ -23,16 +24,23 @@ export function checkDescription(description: string, field = "description"): vo
 }
 
 /**
- * A regular expression that must compile in JavaScript, alone and anchored
- * as `^(?:…)$` the way it is matched: compiling it alone refuses input such
- * as `a)|(b` that would otherwise escape the anchors.
+ * At most `max` bytes of UTF-8: for values kept in an index, whose entries
+ * PostgreSQL limits to about 2,700 bytes (a character can take four).
+ */
+export function checkByteLength(value: string, field: string, max: number): void {
+  if (Buffer.byteLength(value, "utf8") > max) throw invalidArgument(field, `must be at most ${max} bytes in UTF-8`);
+}
+
+/**
+ * A claimMatch pattern: RE2 syntax (linear-time matching), matched against
+ * the whole claim; one the engine cannot compile is refused here, naming
+ * the field, rather than failing every exchange later.
  */
 export function checkPattern(pattern: string, field: string, max: number): void {
   checkLength(pattern, field, max);
   try {
-    new RegExp(pattern, "u");
-    new RegExp(`^(?:${pattern})$`, "u");
+    compileClaimPattern(pattern);
   } catch (e) {
-    throw invalidArgument(field, `is not a valid regular expression: ${e instanceof Error ? e.message : String(e)}`);
+    throw invalidArgument(field, `is not a valid RE2 regular expression: ${e instanceof Error ? e.message : String(e)}`);
   }
 }

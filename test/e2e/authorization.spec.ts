@@ -65,7 +65,7 @@ describe("an identity bound as viewer in org A (token from the exchange)", () =>
     await ok(bind(admin, orgA, uidOf(identity), "viewer"));
     const exchanged = await fetch(
       `${server.url}/sts/exchange?aud=${encodeURIComponent(server.app.urls.baseUrl)}&identity=${uidOf(identity)}`,
-      { headers: { authorization: `Bearer ${await provider.workloadToken("ci-robot")}` } },
+      { headers: { authorization: `Bearer ${await provider.workloadToken("ci-robot", server.app.urls.authUrl)}` } },
     );
     expect(exchanged.status).toBe(200);
     viewer = restClient(server.url, ((await exchanged.json()) as { token: string }).token);

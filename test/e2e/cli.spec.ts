@@ -128,7 +128,7 @@ describe("workload login (token exchange)", () => {
     await ok(admin("POST", `/iam/v2beta1/roleBindings/${orgUid}`, { identityUid, roleUid: "owner" }));
     dir = freshConfigDir();
     tokenFile = join(tmp, "oidc-token.jwt");
-    await writeFile(tokenFile, `${await provider.workloadToken("ci-deployer")}\n`);
+    await writeFile(tokenFile, `${await provider.workloadToken("ci-deployer", server.app.urls.authUrl)}\n`);
   });
 
   it("logs in with --identity and an OIDC token file; auth token prints a token that works on the API", async () => {
@@ -174,7 +174,7 @@ describe("workload login (token exchange)", () => {
     const stored = await tokensFile(dir);
     stored[server.url] = { ...stored[server.url]!, token: "stale.token.value", expiry: "2020-01-01T00:00:00.000Z" };
     await writeFile(join(dir, "tokens.json"), JSON.stringify(stored));
-    await writeFile(tokenFile, await provider.workloadToken("ci-deployer"));
+    await writeFile(tokenFile, await provider.workloadToken("ci-deployer", server.app.urls.authUrl));
     const token = okRun(await cli(["auth", "token"])).stdout.trim();
     expect(token).not.toBe("stale.token.value");
     expect(decodeJwt(token).sub).toBe(identityUid);
@@ -198,7 +198,7 @@ describe("workload login (token exchange)", () => {
   it("refuses an OIDC token the identity does not accept (exit 4), storing nothing", async () => {
     const other = freshConfigDir();
     const res = await runCli(
-      ["--api", server.url, "auth", "login", "--identity", identityUid, "--identity-token", await provider.workloadToken("someone-else"), "--audience", server.app.urls.baseUrl],
+      ["--api", server.url, "auth", "login", "--identity", identityUid, "--identity-token", await provider.workloadToken("someone-else", server.app.urls.authUrl), "--audience", server.app.urls.baseUrl],
       { PLATFORM_CONFIG_DIR: other },
     );
     expect(res.code).toBe(4);

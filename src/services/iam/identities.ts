@@ -16,7 +16,7 @@ import type { ExtraFilters, ListSource } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
 import { ResourceStore, requireField, type ResourceMapping } from "../resource-store.js";
 import { toTimestamp } from "../timestamps.js";
-import { checkDescription, checkLength, checkName, checkPattern } from "../validation.js";
+import { checkByteLength, checkDescription, checkLength, checkName, checkPattern } from "../validation.js";
 
 const MAX_CLAIM_LENGTH = 1024;
 const MAX_PATTERN_LENGTH = 512;
@@ -33,12 +33,15 @@ export const identitiesSource: ListSource<typeof t> = {
 };
 
 function validateClaimMatch(c: ClaimMatch): void {
-  checkLength(c.issuer, "claim_match.issuer", MAX_CLAIM_LENGTH);
-  checkLength(c.subject, "claim_match.subject", MAX_CLAIM_LENGTH);
-  checkLength(c.audience, "claim_match.audience", MAX_CLAIM_LENGTH);
-  // Stored as given; matching anchors them (`^(?:…)$`).
+  // issuer and subject share one index entry: bytes, not characters, keep it under PostgreSQL's limit.
+  for (const [field, value] of [["issuer", c.issuer], ["subject", c.subject], ["audience", c.audience]] as const) {
+    checkLength(value, `claim_match.${field}`, MAX_CLAIM_LENGTH);
+    checkByteLength(value, `claim_match.${field}`, MAX_CLAIM_LENGTH);
+  }
+  // Stored as given; matching is always against the whole claim.
   checkPattern(c.issuerPattern, "claim_match.issuer_pattern", MAX_PATTERN_LENGTH);
   checkPattern(c.subjectPattern, "claim_match.subject_pattern", MAX_PATTERN_LENGTH);
+  checkPattern(c.audiencePattern, "claim_match.audience_pattern", MAX_PATTERN_LENGTH);
 }
 
 export const identityMapping: ResourceMapping<typeof t, typeof IdentitySchema> = {
@@ -58,6 +61,7 @@ export const identityMapping: ResourceMapping<typeof t, typeof IdentitySchema> =
         issuerPattern: row.claimIssuerPattern,
         subjectPattern: row.claimSubjectPattern,
         audience: row.claimAudience,
+        audiencePattern: row.claimAudiencePattern,
       },
       createTime: toTimestamp(row.createTime),
       updateTime: toTimestamp(row.updateTime),
@@ -77,6 +81,7 @@ export const identityMapping: ResourceMapping<typeof t, typeof IdentitySchema> =
       claimIssuerPattern: c.issuerPattern,
       claimSubjectPattern: c.subjectPattern,
       claimAudience: c.audience,
+      claimAudiencePattern: c.audiencePattern,
     };
   },
   missingReference: "group",
@@ -85,7 +90,7 @@ export const identityMapping: ResourceMapping<typeof t, typeof IdentitySchema> =
 /** claim_match.issuer / claim_match.subject: exact matches; the other claim fields cannot be filtered on. */
 function claimFilters(req: ListIdentitiesRequest): ExtraFilters {
   const c = req.claimMatch ?? create(ClaimMatchSchema);
-  for (const [field, value] of [["issuer_pattern", c.issuerPattern], ["subject_pattern", c.subjectPattern], ["audience", c.audience]]) {
+  for (const [field, value] of [["issuer_pattern", c.issuerPattern], ["subject_pattern", c.subjectPattern], ["audience", c.audience], ["audience_pattern", c.audiencePattern]]) {
     if (value) throw invalidArgument(`claim_match.${field}`, "cannot be filtered on; use claim_match.issuer or claim_match.subject");
   }
   const where: SQL[] = [];

@@ -1,0 +1,122 @@
+import type { DescField, DescMessage } from "@bufbuild/protobuf";
+import type { Interceptor } from "@connectrpc/connect";
+import { isAnyUid, UID_SHAPES, type UidKind } from "../db/index.js";
+import { invalidArgument } from "../errors/index.js";
+
+/**
+ * The one input check every request passes before authorization or storage
+ * (docs/security.md, "Input"): no string anywhere in a request may carry a
+ * NUL or an unpaired surrogate (PostgreSQL cannot store the first, UTF-8
+ * cannot encode the second), and every uid-bearing field must have the shape
+ * of a uid the service makes. Runs on every protocol (REST reaches the
+ * implementations through the same interceptors).
+ */
+
+// A NUL, a high surrogate not followed by a low one, or a low one not preceded by a high one.
+const BAD_TEXT = /\u0000|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** NUL and unpaired surrogates are INVALID_ARGUMENT naming `field`. */
+export function checkText(value: string, field: string): void {
+  if (BAD_TEXT.test(value)) throw invalidArgument(field, "must be valid text: no NUL characters or unpaired surrogates");
+}
+
+const FIELD_KINDS: Record<string, UidKind | "any"> = {
+  parent: "group",
+  group: "group",
+  ancestors_of: "group",
+  descendants_of: "group",
+  children_of: "group",
+  in_root: "group",
+  role_uid: "role",
+  role: "role",
+  default_role: "role",
+  identity_uid: "identity",
+  identity: "identity",
+  // Kinds the field alone does not tell (uidp.ids of any List, v1 ids).
+  ids: "any",
+  id: "any",
+};
+
+// `GetGroupRequest` / `Group` / `GroupReference` → what its `uid` names.
+const UID_OWNER_KINDS: Record<string, UidKind> = {
+  Group: "group",
+  AccountAssociation: "group",
+  Role: "role",
+  Identity: "identity",
+  Advisory: "advisory",
+};
+
+function uidKindOf(message: DescMessage, field: DescField): UidKind | "any" | undefined {
+  if (field.name !== "uid") return FIELD_KINDS[field.name];
+  const owner = message.name.replace(/^(Get|Delete)/, "").replace(/(Request|Reference)$/, "");
+  return UID_OWNER_KINDS[owner] ?? "child";
+}
+
+function checkUid(value: string, kind: UidKind | "any", field: string): void {
+  const ok = kind === "any" ? isAnyUid(value) : UID_SHAPES[kind].test(value);
+  if (!ok) throw invalidArgument(field, kind === "any" ? "is not a valid uid" : `is not a valid ${kind} uid`);
+}
+
+const MAX_DEPTH = 32;
+const JSON_TYPES = new Set(["google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"]);
+
+function checkJson(value: unknown, path: string, depth: number): void {
+  if (depth > MAX_DEPTH) throw invalidArgument(path, `is nested more than ${MAX_DEPTH} levels deep`);
+  if (typeof value === "string") checkText(value, path);
+  else if (Array.isArray(value)) value.forEach((v, i) => checkJson(v, `${path}[${i}]`, depth + 1));
+  else if (value !== null && typeof value === "object") {
+    for (const [k, v] of Object.entries(value)) {
+      checkText(k, path);
+      checkJson(v, `${path}.${k}`, depth + 1);
+    }
+  }
+}
+
+function fieldValue(message: Record<string, unknown>, field: DescField): unknown {
+  if (!field.oneof) return message[field.localName];
+  const chosen = message[field.oneof.localName] as { case?: string; value?: unknown } | undefined;
+  return chosen?.case === field.localName ? chosen.value : undefined;
+}
+
+function checkString(desc: DescMessage, field: DescField, value: unknown, path: string): void {
+  if (typeof value !== "string" || value === "") return;
+  checkText(value, path);
+  const kind = uidKindOf(desc, field);
+  if (kind) checkUid(value, kind, path);
+}
+
+function checkValue(desc: DescMessage, field: DescField, value: unknown, path: string, depth: number): void {
+  const nested = field.message;
+  if (nested && JSON_TYPES.has(nested.typeName)) checkJson(value, path, depth + 1);
+  else if (nested) {
+    if (value !== null && typeof value === "object") checkMessage(nested, value as Record<string, unknown>, path, depth + 1);
+  } else checkString(desc, field, value, path);
+}
+
+/** Checks every string of `message` (recursively); throws INVALID_ARGUMENT naming the first bad field. */
+export function checkMessage(desc: DescMessage, message: Record<string, unknown>, prefix = "", depth = 0): void {
+  if (depth > MAX_DEPTH) throw invalidArgument(prefix || "request", `is nested more than ${MAX_DEPTH} levels deep`);
+  for (const field of desc.fields) {
+    const value = fieldValue(message, field);
+    if (value === undefined || value === null) continue;
+    const path = prefix ? `${prefix}.${field.name}` : field.name;
+    if (field.fieldKind === "list") {
+      (value as unknown[]).forEach((item, i) => checkValue(desc, field, item, `${path}[${i}]`, depth));
+    } else if (field.fieldKind === "map") {
+      for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
+        checkText(key, path);
+        checkValue(desc, field, item, `${path}[${key}]`, depth);
+      }
+    } else {
+      checkValue(desc, field, value, path, depth);
+    }
+  }
+}
+
+/** The interceptor form: every request message of every API method is checked before anything else reads it. */
+export function requestCheckInterceptor(): Interceptor {
+  return (next) => async (req) => {
+    if (!req.stream) checkMessage(req.method.input, req.message as unknown as Record<string, unknown>);
+    return next(req);
+  };
+}
