@@ -1,5 +1,6 @@
-import { desc, gt } from "drizzle-orm";
+import { and, desc, eq, gt, isNull, sql } from "drizzle-orm";
 import { exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from "jose";
+import type { SecretBox } from "../crypto/index.js";
 import { schema, type Database } from "../db/index.js";
 
 export const SIGNING_ALG = "ES256";
@@ -9,6 +10,17 @@ const ROTATE_AFTER_MS = 24 * 60 * 60 * 1000;
 const PUBLISH_FOR_MS = ROTATE_AFTER_MS + 2 * 60 * 60 * 1000;
 /** An unknown kid reloads from the database at most this often (another replica may have rotated). */
 const RELOAD_INTERVAL_MS = 1000;
+
+/** How `private_jwk` holds a key sealed at rest (the jsonb column stays, so no migration). */
+interface SealedJwk {
+  sealed: string;
+}
+
+const privateJwkContext = (kid: string) => `signing_keys.private_jwk:${kid}`;
+
+function isSealedJwk(stored: unknown): stored is SealedJwk {
+  return typeof stored === "object" && stored !== null && typeof (stored as { sealed?: unknown }).sealed === "string";
+}
 
 interface LoadedKey {
   kid: string;
@@ -20,7 +32,9 @@ interface LoadedKey {
 
 /**
  * ES256 signing keys kept in the database so every replica signs and
- * verifies with the same set; rotated daily.
+ * verifies with the same set; rotated daily. Private halves are sealed at
+ * rest (`{"sealed": "v1:…"}`); keys stored before that (a plain JWK) are
+ * still read, and sealed by `sealPlaintextKeys` at start.
  */
 export class SigningKeys {
   private keys = new Map<string, LoadedKey>();
@@ -28,8 +42,27 @@ export class SigningKeys {
 
   constructor(
     private readonly db: Database,
+    private readonly secrets: SecretBox,
     private readonly clock: () => Date,
   ) {}
+
+  /** Seals every private key still stored as a plain JWK; idempotent. Returns how many it sealed. */
+  async sealPlaintextKeys(): Promise<number> {
+    const t = schema.signingKeys;
+    const plain = isNull(sql`${t.privateJwk}->>'sealed'`);
+    const rows = await this.db.select({ kid: t.kid, privateJwk: t.privateJwk }).from(t).where(plain);
+    let sealed = 0;
+    for (const row of rows) {
+      // Only while still plain: a replica starting at the same time may have sealed it already.
+      const updated = await this.db
+        .update(t)
+        .set({ privateJwk: this.seal(row.kid, row.privateJwk as JWK) })
+        .where(and(eq(t.kid, row.kid), plain))
+        .returning({ kid: t.kid });
+      sealed += updated.length;
+    }
+    return sealed;
+  }
 
   /** The newest key, rotating first when it is older than a day. */
   async current(): Promise<LoadedKey> {
@@ -73,7 +106,16 @@ export class SigningKeys {
     const kid = crypto.randomUUID();
     const publicJwk = { ...(await exportJWK(publicKey)), kid, alg: SIGNING_ALG, use: "sig" };
     const privateJwk = { ...(await exportJWK(privateKey)), kid, alg: SIGNING_ALG };
-    await this.db.insert(schema.signingKeys).values({ kid, publicJwk, privateJwk, createTime: this.clock() });
+    await this.db.insert(schema.signingKeys).values({ kid, publicJwk, privateJwk: this.seal(kid, privateJwk), createTime: this.clock() });
+  }
+
+  private seal(kid: string, privateJwk: JWK): SealedJwk {
+    return { sealed: this.secrets.seal(JSON.stringify(privateJwk), privateJwkContext(kid)) };
+  }
+
+  private open(kid: string, stored: unknown): JWK {
+    if (isSealedJwk(stored)) return JSON.parse(this.secrets.open(stored.sealed, privateJwkContext(kid))) as JWK;
+    return stored as JWK;
   }
 
   private async reload(): Promise<void> {
@@ -97,7 +139,7 @@ export class SigningKeys {
         createTime: row.createTime,
         publicJwk,
         verify: (await importJWK(publicJwk, SIGNING_ALG)) as CryptoKey,
-        sign: (await importJWK(row.privateJwk as JWK, SIGNING_ALG)) as CryptoKey,
+        sign: (await importJWK(this.open(row.kid, row.privateJwk), SIGNING_ALG)) as CryptoKey,
       });
     }
     this.keys = next;

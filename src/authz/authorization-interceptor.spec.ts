@@ -24,7 +24,7 @@ describe("authorizationInterceptor", () => {
             return req;
           },
         }),
-      { router: { interceptors: [authenticated, authorizationInterceptor({ db: untouchable, grants: new GrantsCache(() => Promise.reject(new Error("grants loaded")), () => new Date()), registryAudience: "http://api/registry" })] } },
+      { router: { interceptors: [authenticated, authorizationInterceptor({ db: untouchable, grants: new GrantsCache(() => Promise.reject(new Error("grants loaded")), () => new Date()), registryAudience: "http://api/registry", orgCreation: "people" })] } },
     );
     const err = await createClient(ThingService, transport)
       .getThing({ name: "x" })

@@ -33,12 +33,33 @@ function readPath(message: unknown, path: string): string {
   return typeof cur === "string" ? cur : "";
 }
 
+/** Who may found an organization (PLATFORM_ORG_CREATION; docs/security.md). */
+export type OrgCreationPolicy = "people" | "admins" | "anyone";
+
 export interface AuthorizationOptions {
   db: Database;
   grants: GrantsCache;
   /** Tokens for this audience may call only the registry domain. */
   registryAudience: string;
+  orgCreation: OrgCreationPolicy;
 }
+
+/**
+ * Founding an organization makes the caller its owner, so it is not for
+ * everyone: `admins` are holders of groups.create at the root; `people` adds
+ * root-level identities (signed in with a browser); `anyone` adds workload
+ * identities assumed through the token exchange.
+ */
+function mayFoundOrganization(grants: Grants, policy: OrgCreationPolicy): boolean {
+  if (policy === "anyone" || grants.holdsAtRoot("groups.create")) return true;
+  return policy === "people" && grants.identity.rootLevel;
+}
+
+const ORG_FOUNDERS: Record<OrgCreationPolicy, string> = {
+  admins: "only platform administrators",
+  people: "only people signed in with a browser and platform administrators",
+  anyone: "anyone",
+};
 
 /**
  * The one authorization check (DESIGN §5): each method's declared capability
@@ -61,13 +82,17 @@ export function authorizationInterceptor(opts: AuthorizationOptions): Intercepto
     if (!decl) throw permissionDenied(`${req.method.name} declares no authorization`);
 
     const grants = await opts.grants.get(principal.identityUid);
+    if (!grants.identity.exists) throw unauthenticated("the identity this token was issued to no longer exists");
     const denied = () => permissionDenied(`the caller lacks ${decl.capability} here`);
     switch (decl.scope) {
       case Authorization_Scope.RESOURCE: {
         const uid = readPath(req.message, decl.resourceField);
         if (!uid) {
-          if (decl.emptyMeansNewRoot) break;
-          throw invalidArgument(decl.resourceField, "is required");
+          if (!decl.emptyMeansNewRoot) throw invalidArgument(decl.resourceField, "is required");
+          if (!mayFoundOrganization(grants, opts.orgCreation)) {
+            throw permissionDenied(`this server lets ${ORG_FOUNDERS[opts.orgCreation]} found organizations`, "ORG_CREATION");
+          }
+          break;
         }
         let path = uid;
         if (decl.resourceKind === Authorization_ResourceKind.ROLE) {

@@ -20,10 +20,15 @@ function covers(group: string | null, path: string): boolean {
  * every replica.
  */
 export class Grants {
-  constructor(readonly grants: readonly Grant[]) {}
+  constructor(
+    readonly grants: readonly Grant[],
+    /** Who holds them: a deleted identity's tokens stop working (docs/security.md, "Revocation"). */
+    readonly identity: { exists: boolean; rootLevel: boolean } = { exists: true, rootLevel: false },
+  ) {}
 
   static async load(db: Executor, identityUid: string): Promise<Grants> {
-    const { roleBindings: b, rootRoleBindings: root, roles: r } = schema;
+    const { roleBindings: b, rootRoleBindings: root, roles: r, identities: i } = schema;
+    const identityRow = db.select({ parentUid: i.parentUid }).from(i).where(eq(i.uid, identityUid));
     const rows = await db
       .select({ groupUid: sql<string | null>`${b.parentUid}`, capabilities: r.capabilities })
       .from(b)
@@ -36,7 +41,17 @@ export class Grants {
           .innerJoin(r, eq(r.uid, root.roleUid))
           .where(eq(root.identityUid, identityUid)),
       );
-    return new Grants(rows.map((row) => ({ groupUid: row.groupUid, capabilities: new Set(row.capabilities) })));
+    const [identity] = await identityRow;
+    return new Grants(
+      rows.map((row) => ({ groupUid: row.groupUid, capabilities: new Set(row.capabilities) })),
+      // Root-level identities are the bootstrap identity and people who signed in with a browser.
+      { exists: identity !== undefined, rootLevel: identity?.parentUid === null },
+    );
+  }
+
+  /** The capabilities of `capabilities` not held at `path`. */
+  missingAt(capabilities: Iterable<string>, path: string): string[] {
+    return [...capabilities].filter((c) => !this.holdsAt(c, path));
   }
 
   /** Held at `path` through a binding at it or at a group above it. */

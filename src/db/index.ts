@@ -3,3 +3,4 @@ export * as schema from "./schema.js";
 export { newRootUid, newChildUid, parentOf, UID_SHAPES, isAnyUid, type UidKind } from "./uid.js";
 export { isUniqueViolation, isForeignKeyViolation, isDataError } from "./pg-errors.js";
 export { groupContents } from "./group-contents.js";
+export { loadSealedSetting, settingContext } from "./sealed-setting.js";

@@ -2,8 +2,9 @@ import { randomBytes } from "node:crypto";
 import { and, asc, count, desc, eq, gt, lt, sql, type SQL } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
 import type { HandlerContext } from "@connectrpc/connect";
+import type { SecretBox } from "../crypto/index.js";
 import type { Database, Executor } from "../db/index.js";
-import { schema } from "../db/index.js";
+import { loadSealedSetting } from "../db/index.js";
 import { invalidArgument, permissionDenied } from "../errors/index.js";
 import { parseOrderBy, type OrderBy } from "./order-by.js";
 import { PAGE_TOKEN_LIFETIME_MS, PageTokenCodec, fingerprint, type CursorPosition } from "./page-token.js";
@@ -67,15 +68,10 @@ export class ListEngine {
     private readonly clock: () => Date,
   ) {}
 
-  /** Loads the shared HMAC key, creating it on first start. */
-  static async create(db: Database, clock: () => Date): Promise<ListEngine> {
-    await db
-      .insert(schema.settings)
-      .values({ key: TOKEN_KEY_SETTING, value: randomBytes(32).toString("base64") })
-      .onConflictDoNothing();
-    const [row] = await db.select().from(schema.settings).where(eq(schema.settings.key, TOKEN_KEY_SETTING));
-    if (!row) throw new Error("page token key missing after insert");
-    return new ListEngine(new PageTokenCodec(Buffer.from(row.value, "base64")), clock);
+  /** Loads the shared HMAC key (sealed at rest with `secrets`), creating it on first start. */
+  static async create(db: Database, secrets: SecretBox, clock: () => Date): Promise<ListEngine> {
+    const key = await loadSealedSetting(db, secrets, TOKEN_KEY_SETTING, () => randomBytes(32).toString("base64"));
+    return new ListEngine(new PageTokenCodec(Buffer.from(key, "base64")), clock);
   }
 
   /**

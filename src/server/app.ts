@@ -6,12 +6,15 @@ import type { Logger } from "pino";
 import { OidcIssuers, SigningKeys, TokenService, authenticationInterceptor, bootstrapAdminToken, writeAdminToken, type MintedToken } from "../auth/index.js";
 import { loginRoutes } from "../auth/login/index.js";
 import { GRANTS_CHANGED_CHANNEL, Grants, GrantsCache, authorizationInterceptor } from "../authz/index.js";
+import { SecretBox, ensurePrivateDir, loadMasterKey } from "../crypto/index.js";
 import { openDatabase, type DatabaseHandle } from "../db/index.js";
+import { Egress } from "../egress/index.js";
 import { errorInfoInterceptor } from "../errors/index.js";
 import { ListEngine } from "../list/index.js";
 import { createRestHandler } from "../rest/index.js";
 import { API_SERVICES, requestCheckInterceptor, type ServiceContext } from "../services/index.js";
 import { registerHealth, registerReflection } from "../services/grpc/index.js";
+import { sealPlaintextClientSecrets } from "../services/iam/identity-provider-secret.js";
 import { resolveUrls, type Config, type ResolvedUrls } from "./config.js";
 import { bind, type RequestHandler } from "./listener.js";
 import { plainRoutes } from "./plain-routes.js";
@@ -30,6 +33,8 @@ export interface App {
   urls: ResolvedUrls;
   database: DatabaseHandle;
   tokens: TokenService;
+  /** Seals secrets at rest under the master key (tests open stored values with it). */
+  secrets: SecretBox;
   /** The bootstrap admin token minted at start (when bootstrap is on). */
   adminToken: MintedToken | undefined;
   adminTokenPath: string | undefined;
@@ -41,16 +46,33 @@ export interface App {
 export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   const clock = opts.clock ?? (() => new Date());
   const log = opts.logger;
+  // The data directory holds PGlite's files, the master key file and admin tokens: this user's only.
+  // Not touched when none is used (PostgreSQL, PLATFORM_MASTER_KEY, no bootstrap), so read-only file systems work.
+  if (!config.databaseUrl || !config.masterKey || config.bootstrap) await ensurePrivateDir(config.dataDir);
+  // One key for every secret sealed at rest. Replicas sharing a PostgreSQL database must all be given
+  // the same PLATFORM_MASTER_KEY: a key file is per machine, and what one seals another cannot open.
+  const master = await loadMasterKey({ configured: config.masterKey, dataDir: config.dataDir });
+  const secrets = new SecretBox(master.key);
+  master.key.fill(0);
+  if (master.file?.created) log.info({ path: master.file.path }, "master key created: back it up, the database's secrets cannot be read without it");
   const database = await openDatabase({ databaseUrl: config.databaseUrl, pgliteDir: join(config.dataDir, "pglite") });
   const tls = config.tls
     ? { cert: await readFile(config.tls.certFile), key: await readFile(config.tls.keyFile) }
     : undefined;
-  const listener = await bind({ host: config.host, port: config.port, tls });
+  const listener = await bind({ host: config.host, port: config.port, tls, timeouts: config.timeouts });
   const urls = resolveUrls(config, listener.port);
 
-  const keys = new SigningKeys(database.db, clock);
+  if (master.file && database.kind === "postgres") {
+    log.warn({ path: master.file.path }, "the master key comes from this machine's key file: give every replica the same PLATFORM_MASTER_KEY");
+  }
+
+  // Secrets written before encryption at rest are sealed here, once (idempotent); the settings
+  // keys are re-sealed by their owners as they load them.
+  const keys = new SigningKeys(database.db, secrets, clock);
+  const sealed = { signingKeys: await keys.sealPlaintextKeys(), clientSecrets: await sealPlaintextClientSecrets(database.db, secrets) };
+  if (sealed.signingKeys || sealed.clientSecrets) log.info(sealed, "sealed secrets that were stored in plain text");
   const tokens = new TokenService(keys, urls.authUrl, clock);
-  const ctx: ServiceContext = { db: database.db, list: await ListEngine.create(database.db, clock), clock };
+  const ctx: ServiceContext = { db: database.db, list: await ListEngine.create(database.db, secrets, clock), clock, secrets };
 
   const shutdown = new AbortController();
   const ready = async () => {
@@ -83,7 +105,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     errorInfoInterceptor(urls.serviceDomain, (cause) => log.error({ err: cause }, "internal error")),
     authenticationInterceptor(tokens, () => [urls.baseUrl, urls.registryAudience]),
     requestCheckInterceptor(),
-    authorizationInterceptor({ db: database.db, grants: grantsCache, registryAudience: urls.registryAudience }),
+    authorizationInterceptor({ db: database.db, grants: grantsCache, registryAudience: urls.registryAudience, orgCreation: config.orgCreation }),
   ];
   const routerOptions = { interceptors, readMaxBytes: MAX_MESSAGE_BYTES, writeMaxBytes: 16 * MAX_MESSAGE_BYTES };
 
@@ -94,7 +116,9 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     maxBodyBytes: MAX_MESSAGE_BYTES,
     onInternalError: (cause) => log.error({ err: cause }, "internal error in REST layer"),
   });
-  const issuers = new OidcIssuers({ allowInsecure: config.allowInsecureIssuers, clock });
+  // The one egress guard: every outbound request (issuers, JWKS, upstream IdPs) goes through it.
+  const egress = new Egress({ allowInsecure: config.allowInsecureIssuers });
+  const issuers = new OidcIssuers({ egress, clock });
   const plain = plainRoutes({
     keys,
     issuer: urls.authUrl,
@@ -112,13 +136,14 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     onInternalError: (cause) => log.error({ err: cause }, "internal error in an HTTP route"),
     authRoutes: loginRoutes({
       db: database.db,
+      secrets,
       tokens,
       clock,
       authUrl: urls.authUrl,
       baseUrl: urls.baseUrl,
       upstream: config.oidc,
       devLogin: config.devLogin,
-      issuers,
+      egress,
       log,
     }),
   });
@@ -150,6 +175,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     urls,
     database,
     tokens,
+    secrets,
     adminToken,
     adminTokenPath,
     async close() {

@@ -1,4 +1,6 @@
 import { resolve } from "node:path";
+import type { OrgCreationPolicy } from "../authz/authorization-interceptor.js";
+import { decodeMasterKey } from "../crypto/index.js";
 
 /** Everything the server reads from its environment (README: Configuration). */
 export interface Config {
@@ -6,6 +8,12 @@ export interface Config {
   host: string;
   databaseUrl: string | undefined;
   dataDir: string;
+  /**
+   * PLATFORM_MASTER_KEY: the key that seals secrets at rest. Undefined: the
+   * key file `<dataDir>/master-key` (created at first start). Replicas
+   * sharing one PostgreSQL database must all be given the same key.
+   */
+  masterKey: Buffer | undefined;
   /** The API base URL: the `aud` of API tokens. Defaults to http://localhost:<port>. */
   baseUrl: string | undefined;
   /** The token issuer URL. Defaults to the base URL. */
@@ -16,8 +24,15 @@ export interface Config {
   allowInsecureIssuers: boolean;
   /** The global upstream OIDC provider of browser login (README: Signing in); undefined: none. */
   oidc: { issuer: string; clientId: string; clientSecret: string; scopes: string[] } | undefined;
-  /** Serve the development sign-in provider. Default: only when no upstream is configured. */
+  /**
+   * Serve the development sign-in provider (anyone signs in as any name).
+   * Default: only on a loopback listener with no upstream configured.
+   */
   devLogin: boolean;
+  /** Who may found organizations (PLATFORM_ORG_CREATION). */
+  orgCreation: OrgCreationPolicy;
+  /** Connection timeouts (README: Configuration): slow or idle clients cannot hold sockets. */
+  timeouts: { headersMs: number; requestMs: number; idleMs: number };
   tls: { certFile: string; keyFile: string } | undefined;
   logLevel: string;
   /** How long SIGTERM waits for in-flight requests before closing connections. */
@@ -33,10 +48,27 @@ function parseBool(name: string, raw: string | undefined, fallback: boolean): bo
   throw new ConfigError(`${name} must be true or false, not "${raw}"`);
 }
 
-function parseInteger(name: string, raw: string | undefined, fallback: number, max: number): number {
+function parseInteger(name: string, raw: string | undefined, fallback: number, max: number, min = 0): number {
   if (raw === undefined || raw === "") return fallback;
-  if (!/^\d+$/.test(raw) || Number(raw) > max) throw new ConfigError(`${name} must be an integer from 0 to ${max}, not "${raw}"`);
+  if (!/^\d+$/.test(raw) || Number(raw) > max || Number(raw) < min) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, not "${raw}"`);
+  }
   return Number(raw);
+}
+
+const ORG_CREATION_POLICIES: readonly OrgCreationPolicy[] = ["people", "admins", "anyone"];
+
+function parseOrgCreation(raw: string | undefined): OrgCreationPolicy {
+  if (raw === undefined || raw === "") return "people";
+  const policy = ORG_CREATION_POLICIES.find((p) => p === raw);
+  if (!policy) throw new ConfigError(`PLATFORM_ORG_CREATION must be one of ${ORG_CREATION_POLICIES.join(", ")}, not "${raw}"`);
+  return policy;
+}
+
+/** A listener address only this machine can reach. */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, "");
+  return bare === "localhost" || bare === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare);
 }
 
 function parseUrl(name: string, raw: string | undefined): string | undefined {
@@ -48,6 +80,16 @@ function parseUrl(name: string, raw: string | undefined): string | undefined {
     throw new ConfigError(`${name} must be an http(s) URL, not "${raw}"`);
   }
   return raw.replace(/\/+$/, "");
+}
+
+// The value is a secret: errors describe the format and never echo it.
+function parseMasterKey(raw: string | undefined): Buffer | undefined {
+  if (raw === undefined || raw === "") return undefined;
+  const key = decodeMasterKey(raw);
+  if (!key) {
+    throw new ConfigError("PLATFORM_MASTER_KEY must be 32 bytes as base64 (e.g. `openssl rand -base64 32`) or as 64 hex digits (`openssl rand -hex 32`)");
+  }
+  return key;
 }
 
 function parseOidc(env: NodeJS.ProcessEnv, allowInsecure: boolean): Config["oidc"] {
@@ -75,18 +117,26 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   }
   const allowInsecureIssuers = parseBool("PLATFORM_ALLOW_INSECURE_ISSUERS", env["PLATFORM_ALLOW_INSECURE_ISSUERS"], false);
   const oidc = parseOidc(env, allowInsecureIssuers);
+  const host = env["HOST"] || "127.0.0.1";
   return {
     port: parseInteger("PORT", env["PORT"], 8080, 65535),
-    host: env["HOST"] || "127.0.0.1",
+    host,
     databaseUrl,
     dataDir: resolve(env["PLATFORM_DATA_DIR"] || "./.data"),
+    masterKey: parseMasterKey(env["PLATFORM_MASTER_KEY"]),
     baseUrl: parseUrl("PLATFORM_BASE_URL", env["PLATFORM_BASE_URL"]),
     authUrl: parseUrl("PLATFORM_AUTH_URL", env["PLATFORM_AUTH_URL"]),
     registryAudience: env["PLATFORM_REGISTRY_AUDIENCE"] || undefined,
     bootstrap: parseBool("PLATFORM_BOOTSTRAP", env["PLATFORM_BOOTSTRAP"], true),
     allowInsecureIssuers,
     oidc,
-    devLogin: parseBool("PLATFORM_DEV_LOGIN", env["PLATFORM_DEV_LOGIN"], !oidc),
+    devLogin: parseBool("PLATFORM_DEV_LOGIN", env["PLATFORM_DEV_LOGIN"], !oidc && isLoopbackHost(host)),
+    orgCreation: parseOrgCreation(env["PLATFORM_ORG_CREATION"]),
+    timeouts: {
+      headersMs: parseInteger("PLATFORM_HEADERS_TIMEOUT_MS", env["PLATFORM_HEADERS_TIMEOUT_MS"], 10_000, 600_000, 100),
+      requestMs: parseInteger("PLATFORM_REQUEST_TIMEOUT_MS", env["PLATFORM_REQUEST_TIMEOUT_MS"], 60_000, 3_600_000, 100),
+      idleMs: parseInteger("PLATFORM_IDLE_TIMEOUT_MS", env["PLATFORM_IDLE_TIMEOUT_MS"], 60_000, 3_600_000, 100),
+    },
     tls: certFile && keyFile ? { certFile, keyFile } : undefined,
     logLevel: env["LOG_LEVEL"] || "info",
     shutdownGraceMs: parseInteger("PLATFORM_SHUTDOWN_GRACE_MS", env["PLATFORM_SHUTDOWN_GRACE_MS"], 10_000, 600_000),

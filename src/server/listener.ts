@@ -12,6 +12,13 @@ export interface ListenOptions {
   host: string;
   port: number;
   tls?: { cert: Buffer; key: Buffer } | undefined;
+  /**
+   * headersMs: from connect (or the end of the previous request) to complete
+   * headers, the first-bytes sniffing and the TLS handshake included;
+   * requestMs: to receive a whole HTTP/1.1 request; idleMs: a connection or
+   * HTTP/2 session with no traffic. Slow or idle clients cannot hold sockets.
+   */
+  timeouts: { headersMs: number; requestMs: number; idleMs: number };
 }
 
 /** A bound port that serves HTTP/1.1, h2c and (with TLS) h2/http1.1 by ALPN. */
@@ -30,13 +37,17 @@ const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
  * with prior knowledge (the client preface) or HTTP/1.1, then hands the
  * socket, bytes included, to the matching server.
  */
-function sniff(socket: net.Socket, onH2: (s: Duplex) => void, onH1: (s: Duplex) => void): void {
+function sniff(socket: net.Socket, deadlineMs: number, onH2: (s: Duplex) => void, onH1: (s: Duplex) => void): void {
   let seen = Buffer.alloc(0);
+  // A client that never sends enough bytes to tell is dropped.
+  const deadline = setTimeout(() => socket.destroy(), deadlineMs);
+  socket.once("close", () => clearTimeout(deadline));
   const onData = (chunk: Buffer) => {
     seen = Buffer.concat([seen, chunk]);
     const n = Math.min(seen.length, H2_PREFACE.length);
     const isPrefix = seen.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
     if (isPrefix && n < H2_PREFACE.length) return; // need more bytes to tell
+    clearTimeout(deadline);
     socket.off("data", onData);
     socket.pause();
     socket.unshift(seen);
@@ -52,6 +63,7 @@ export async function bind(opts: ListenOptions): Promise<Listener> {
   const sessions = new Set<http2.ServerHttp2Session>();
   let inflight = 0;
   let draining = false;
+  let stopH1Timers = () => {};
   const idleWaiters: (() => void)[] = [];
 
   // Tracked here because the HTTP servers never listen themselves, so their
@@ -84,18 +96,42 @@ export async function bind(opts: ListenOptions): Promise<Listener> {
         if (draining && "setHeader" in res && req.httpVersionMajor === 1) res.setHeader("connection", "close");
         inner(req, res);
       };
-      const h1 = http.createServer({ keepAliveTimeout: 5_000 }, handler);
+      const { headersMs, requestMs, idleMs } = opts.timeouts;
+      const h1 = http.createServer(
+        {
+          keepAliveTimeout: 5_000,
+          headersTimeout: headersMs,
+          requestTimeout: requestMs,
+          connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(headersMs / 2))),
+        },
+        handler,
+      );
+      // Node enforces headersTimeout/requestTimeout from a timer it starts on
+      // "listening"; this server never listens (sockets are handed to it).
+      h1.emit("listening");
+      stopH1Timers = () => h1.close(() => {});
+      const guard = (socket: net.Socket) => {
+        socket.setTimeout(idleMs, () => socket.destroy());
+        return socket;
+      };
       if (opts.tls) {
         // ALPN picks h2 or http/1.1; the secure server speaks both.
-        const h2 = http2.createSecureServer({ cert: opts.tls.cert, key: opts.tls.key, allowHTTP1: true }, handler);
+        const h2 = http2.createSecureServer(
+          { cert: opts.tls.cert, key: opts.tls.key, allowHTTP1: true, handshakeTimeout: headersMs },
+          handler,
+        );
+        h2.setTimeout(idleMs);
         h2.on("session", (s) => trackSession(sessions, s));
-        dispatch = (socket) => h2.emit("connection", socket);
+        dispatch = (socket) => h2.emit("connection", guard(socket));
       } else {
         const h2 = http2.createServer({}, handler);
+        // Sessions with no frames for idleMs are closed.
+        h2.setTimeout(idleMs);
         h2.on("session", (s) => trackSession(sessions, s));
         dispatch = (socket) =>
           sniff(
-            socket,
+            guard(socket),
+            headersMs,
             (s) => h2.emit("connection", s),
             (s) => {
               h1.emit("connection", s);
@@ -118,6 +154,7 @@ export async function bind(opts: ListenOptions): Promise<Listener> {
       clearTimeout(timer);
       for (const s of sessions) s.destroy();
       for (const s of sockets) s.destroy();
+      stopH1Timers();
       await closed;
     },
   };

@@ -1,6 +1,7 @@
-import { pino } from "pino";
 import { ConfigError, loadConfig } from "./config.js";
 import { startApp } from "./app.js";
+import { serializeError, type SerializedError } from "./error-serializer.js";
+import { createLogger } from "./logger.js";
 
 async function main(): Promise<void> {
   let config;
@@ -13,7 +14,7 @@ async function main(): Promise<void> {
     }
     throw e;
   }
-  const logger = pino({ level: config.logLevel });
+  const logger = createLogger(config.logLevel);
   const app = await startApp(config, { logger });
   let stopping = false;
   const stop = (signal: string) => {
@@ -33,6 +34,9 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
-  process.stderr.write(`failed to start: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  // Through the log serializer: a failed query at start carries its parameters too.
+  const lines: string[] = [];
+  for (let cur: SerializedError | undefined = serializeError(e); cur; cur = cur.cause) lines.push(cur.stack ?? `${cur.type}: ${cur.message}`);
+  process.stderr.write(`failed to start: ${lines.join("\ncaused by: ")}\n`);
   process.exit(1);
 });

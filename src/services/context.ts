@@ -1,3 +1,4 @@
+import type { SecretBox } from "../crypto/index.js";
 import type { Database } from "../db/index.js";
 import type { ListEngine } from "../list/index.js";
 
@@ -6,4 +7,6 @@ export interface ServiceContext {
   db: Database;
   list: ListEngine;
   clock: () => Date;
+  /** Seals secrets the services store (identity providers' client secrets). */
+  secrets: SecretBox;
 }

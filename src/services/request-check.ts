@@ -1,7 +1,8 @@
-import type { DescField, DescMessage } from "@bufbuild/protobuf";
+import { getOption, type DescField, type DescMessage, type DescMethod } from "@bufbuild/protobuf";
 import type { Interceptor } from "@connectrpc/connect";
 import { isAnyUid, UID_SHAPES, type UidKind } from "../db/index.js";
 import { invalidArgument } from "../errors/index.js";
+import { FieldBehavior, field_behavior } from "../../gen/google/api/field_behavior_pb.js";
 
 /**
  * The one input check every request passes before authorization or storage
@@ -78,45 +79,70 @@ function fieldValue(message: Record<string, unknown>, field: DescField): unknown
   return chosen?.case === field.localName ? chosen.value : undefined;
 }
 
-function checkString(desc: DescMessage, field: DescField, value: unknown, path: string): void {
+interface Walk {
+  /** A create ignores its body's identifier (the uid) as well. */
+  creating: boolean;
+}
+
+// What a write ignores is not checked for shape (only for text): output-only
+// fields of a body, and its identifier on create.
+function ignoredByWrite(walk: Walk, field: DescField, depth: number): boolean {
+  if (depth === 0) return false;
+  const behaviors = getOption(field, field_behavior);
+  return behaviors.includes(FieldBehavior.OUTPUT_ONLY) || (walk.creating && behaviors.includes(FieldBehavior.IDENTIFIER));
+}
+
+function checkString(walk: Walk, desc: DescMessage, field: DescField, value: unknown, path: string, depth: number): void {
   if (typeof value !== "string" || value === "") return;
   checkText(value, path);
-  const kind = uidKindOf(desc, field);
+  const kind = ignoredByWrite(walk, field, depth) ? undefined : uidKindOf(desc, field);
   if (kind) checkUid(value, kind, path);
 }
 
-function checkValue(desc: DescMessage, field: DescField, value: unknown, path: string, depth: number): void {
+function checkValue(walk: Walk, desc: DescMessage, field: DescField, value: unknown, path: string, depth: number): void {
   const nested = field.message;
   if (nested && JSON_TYPES.has(nested.typeName)) checkJson(value, path, depth + 1);
   else if (nested) {
-    if (value !== null && typeof value === "object") checkMessage(nested, value as Record<string, unknown>, path, depth + 1);
-  } else checkString(desc, field, value, path);
+    if (value !== null && typeof value === "object") walkMessage(walk, nested, value as Record<string, unknown>, path, depth + 1);
+  } else checkString(walk, desc, field, value, path, depth);
 }
 
-/** Checks every string of `message` (recursively); throws INVALID_ARGUMENT naming the first bad field. */
-export function checkMessage(desc: DescMessage, message: Record<string, unknown>, prefix = "", depth = 0): void {
+// Errors name a resource's own fields relative to it (`role_uid`, not
+// `role_binding.role_uid`), as the services do; shared request parts keep
+// their names (`uidp.descendants_of`).
+function isResourceBody(field: DescField): boolean {
+  const type = field.message?.typeName ?? "";
+  return field.fieldKind === "message" && !type.startsWith("google.") && !type.startsWith("platform.common.");
+}
+
+function walkMessage(walk: Walk, desc: DescMessage, message: Record<string, unknown>, prefix: string, depth: number): void {
   if (depth > MAX_DEPTH) throw invalidArgument(prefix || "request", `is nested more than ${MAX_DEPTH} levels deep`);
   for (const field of desc.fields) {
     const value = fieldValue(message, field);
     if (value === undefined || value === null) continue;
-    const path = prefix ? `${prefix}.${field.name}` : field.name;
+    const path = depth === 0 && isResourceBody(field) ? "" : prefix ? `${prefix}.${field.name}` : field.name;
     if (field.fieldKind === "list") {
-      (value as unknown[]).forEach((item, i) => checkValue(desc, field, item, `${path}[${i}]`, depth));
+      (value as unknown[]).forEach((item, i) => checkValue(walk, desc, field, item, `${path}[${i}]`, depth));
     } else if (field.fieldKind === "map") {
       for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
         checkText(key, path);
-        checkValue(desc, field, item, `${path}[${key}]`, depth);
+        checkValue(walk, desc, field, item, `${path}[${key}]`, depth);
       }
     } else {
-      checkValue(desc, field, value, path, depth);
+      checkValue(walk, desc, field, value, path, depth);
     }
   }
+}
+
+/** Checks every string of a request (recursively); throws INVALID_ARGUMENT naming the first bad field. */
+export function checkRequest(method: DescMethod, message: Record<string, unknown>): void {
+  walkMessage({ creating: /^(Batch)?Create/.test(method.name) }, method.input, message, "", 0);
 }
 
 /** The interceptor form: every request message of every API method is checked before anything else reads it. */
 export function requestCheckInterceptor(): Interceptor {
   return (next) => async (req) => {
-    if (!req.stream) checkMessage(req.method.input, req.message as unknown as Record<string, unknown>);
+    if (!req.stream) checkRequest(req.method, req.message as unknown as Record<string, unknown>);
     return next(req);
   };
 }

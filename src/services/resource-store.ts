@@ -84,13 +84,18 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
 
   /**
    * Applies an update (DESIGN §4) under a row lock: the current message,
-   * patched by `patch` and `mask`, validated, written back with `extra`.
+   * patched by `patch` and `mask`, validated, written back with `extra`
+   * (which also sees the message before the change, for rules about what changed).
    */
   async update(
     uid: string,
     patch: MessageShape<Desc>,
     mask: FieldMask | undefined,
-    extra: (tx: Transaction, next: MessageShape<Desc>) => Partial<T["$inferInsert"]> | Promise<Partial<T["$inferInsert"]>> = () => ({}),
+    extra: (
+      tx: Transaction,
+      next: MessageShape<Desc>,
+      current: MessageShape<Desc>,
+    ) => Partial<T["$inferInsert"]> | Promise<Partial<T["$inferInsert"]>> = () => ({}),
   ): Promise<MessageShape<Desc>> {
     const m = this.mapping;
     let next: MessageShape<Desc> | undefined;
@@ -99,7 +104,7 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
         const current = m.toMessage(await this.row(tx, uid, true));
         next = applyUpdate(m.schema, current, patch, mask);
         m.validate(next);
-        const values = { ...m.toColumns(next), ...this.stamps(false), ...(await extra(tx, next)) };
+        const values = { ...m.toColumns(next), ...this.stamps(false), ...(await extra(tx, next, current)) };
         const [row] = (await tx.update(m.table).set(values).where(eq(m.uid, uid)).returning()) as T["$inferSelect"][];
         return m.toMessage(row!);
       });

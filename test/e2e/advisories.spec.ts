@@ -224,7 +224,7 @@ describe("advisories over REST", () => {
     });
 
     it("refuses group scopes: advisories are global", async () => {
-      const res = await call("GET", "/vulnerabilities/v2beta1/advisories?uidp.children_of=abc");
+      const res = await call("GET", `/vulnerabilities/v2beta1/advisories?uidp.children_of=${"a".repeat(40)}`);
       expect(res.status).toBe(400);
       expect(restDetail(res, "BadRequest")).toMatchObject({ fieldViolations: [{ field: "uidp" }] });
       expect(restDetail(res, "ErrorInfo")).toMatchObject({ reason: "INVALID_ARGUMENT", domain: "vulnerabilities.localhost" });

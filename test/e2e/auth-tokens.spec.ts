@@ -2,6 +2,7 @@ import { stat, readFile } from "node:fs/promises";
 import { SignJWT, decodeProtectedHeader, generateKeyPair } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { restClient, type JsonObject } from "../support/clients.js";
+import { bootstrapIdentityUid } from "../support/rest-iam.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 let server: TestServer;
@@ -66,8 +67,13 @@ describe("API tokens", () => {
     await expectUnauthenticated(wrongAudience.token);
   });
 
+  it("refuses a token whose identity does not exist", async () => {
+    const minted = await server.app.tokens.mint("0123456789abcdef", server.app.urls.baseUrl);
+    await expectUnauthenticated(minted.token);
+  });
+
   it("refuses an expired token", async () => {
-    const minted = await server.app.tokens.mint("someone", server.app.urls.baseUrl);
+    const minted = await server.app.tokens.mint(bootstrapIdentityUid(server.token), server.app.urls.baseUrl);
     expect((await listWith(minted.token)).status).toBe(200);
     expect(minted.expiry.getTime() - server.clock.now().getTime()).toBeGreaterThan(59 * 60 * 1000);
     server.clock.advance(60 * 60 * 1000 + 60_000);

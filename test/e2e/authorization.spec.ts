@@ -164,9 +164,15 @@ describe("built-in roles × operations", () => {
 });
 
 describe("organizations", () => {
-  it("any identity may create an organization and becomes its owner", async () => {
+  it("a person (a root-level identity, as browser sign-in makes) may found an organization and becomes its owner", async () => {
     const home = uidOf(await createGroup(admin, "home-of-founder"));
-    const founder = await member(home, "viewer", "founder");
+    const now = server.clock.now();
+    const person = "f0f0f0f0f0f0f0f0";
+    await server.app.database.db
+      .insert(schema.identities)
+      .values({ uid: person, parentUid: null, name: "founder", claimIssuer: "https://people.example", claimSubject: "founder", createTime: now, updateTime: now });
+    await ok(bind(admin, home, person, "viewer"));
+    const founder = { identity: person, call: restClient(server.url, (await server.app.tokens.mint(person, server.app.urls.baseUrl)).token) };
     const org = await ok(founder.call("POST", "/iam/v2beta1/groups", { name: "founded" }));
     expect((await founder.call("POST", `/iam/v2beta1/groups/${uidOf(org)}`, { name: "team" })).status).toBe(200);
     const bindings = await ok(admin("GET", `/iam/v2beta1/roleBindings?group=${uidOf(org)}`));

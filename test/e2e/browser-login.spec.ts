@@ -428,6 +428,37 @@ describe("group invites redeemed at login", () => {
     await expectUpstreamRefusal("frank", { invite: code }, "invite_email_mismatch");
   });
 
+  it("an organization's identity provider vouches for emails of its own organization's invites only", async () => {
+    const orgIdp = async (name: string) => {
+      const org = await newOrg(server, name);
+      await ok(
+        admin(server)("POST", `/iam/v2beta1/identityProviders/${org}`, {
+          name: "sso",
+          oidc: { issuer: upstream.issuer, clientId: "org-login", clientSecret: "org-secret", additionalScopes: ["email"] },
+        }),
+      );
+      return org;
+    };
+    const [home, elsewhere] = [await orgIdp("email-home"), await newOrg(server, "email-elsewhere")];
+    // Another organization's provider may claim any verified email: it does not satisfy this invite.
+    const foreign = await newInvite(server, elsewhere, { roleUid: "editor", email: "victor@example.com", ttl: "3600s" });
+    await expectUpstreamRefusal("victor", { org: home, invite: foreign }, "invite_email_mismatch");
+
+    // The same provider does satisfy an invite anywhere in its own organization.
+    const team = (await ok(admin(server)("POST", `/iam/v2beta1/groups/${home}`, { name: "team" })))["uid"] as string;
+    const own = await newInvite(server, team, { roleUid: "editor", email: "victor@example.com", ttl: "3600s" });
+    const token = tokenOf(await upstreamLogin(server, "victor", { org: home, invite: own }));
+    expect(await bindingsOf(server, subjectOf(token))).toEqual([{ group: team, role: "editor" }]);
+  });
+
+  it("the development provider never satisfies an email-restricted invite", async () => {
+    const org = await newOrg(devServer, "dev-email");
+    const code = await newInvite(devServer, org, { roleUid: "viewer", email: "walt@example.com", ttl: "3600s" });
+    const result = await devLogin(devServer, "walt", { invite: code });
+    expect(result.get("error"), result.get("error_description") ?? "").toBe("invite_email_mismatch");
+    expect(await identitiesOf(devServer, `${devServer.app.urls.authUrl}/dev`, "walt")).toEqual([]);
+  });
+
   it("a malformed invite code is refused before anyone signs in", async () => {
     const res = await fetch(loginUrl(server, "s-bad-invite", { invite: "not a code!" }), { redirect: "manual" });
     expectError(new URL(res.headers.get("location")!).searchParams, "s-bad-invite", "invalid_invite");

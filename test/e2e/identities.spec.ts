@@ -39,7 +39,7 @@ describe("identities over REST", () => {
       name: "ci",
       description: "the CI robot",
       lastSeenTime: identity["createTime"],
-      claimMatch: { issuer: GITHUB, subject: "repo:acme/app:ref:refs/heads/main", issuerPattern: "", subjectPattern: "", audience: "" },
+      claimMatch: { issuer: GITHUB, subject: "repo:acme/app:ref:refs/heads/main", issuerPattern: "", subjectPattern: "", audience: "", audiencePattern: "" },
       createTime: identity["createTime"],
       updateTime: identity["createTime"],
     });
@@ -61,6 +61,7 @@ describe("identities over REST", () => {
       issuerPattern: "https://token\\.actions\\.githubusercontent\\.com",
       subjectPattern: "repo:acme/.*",
       audience: "sts.example",
+      audiencePattern: "",
     });
     expect(identity["lastSeenTime"]).not.toBe("2001-01-01T00:00:00.000Z");
     expect(identity["lastSeenTime"]).toMatch(TIMESTAMP);
@@ -77,11 +78,15 @@ describe("identities over REST", () => {
     ["a pattern that would escape the anchors", { name: "n", claimMatch: { subjectPattern: "a)|(b" } }, "claim_match.subject_pattern", undefined],
     ["a long pattern", { name: "n", claimMatch: { subjectPattern: "a".repeat(513) } }, "claim_match.subject_pattern", "must be at most 512 characters"],
     ["a long issuer", { name: "n", claimMatch: { issuer: "a".repeat(1025) } }, "claim_match.issuer", "must be at most 1024 characters"],
+    // issuer and subject share an index entry: bytes count, not characters.
+    ["an issuer over 1024 bytes", { name: "n", claimMatch: { issuer: "é".repeat(513) } }, "claim_match.issuer", "must be at most 1024 bytes in UTF-8"],
+    ["an audience pattern that does not compile", { name: "n", claimMatch: { audiencePattern: "(" } }, "claim_match.audience_pattern", undefined],
+    ["a backreference (not in RE2)", { name: "n", claimMatch: { subjectPattern: "(a)\\1" } }, "claim_match.subject_pattern", undefined],
   ])("refuses %s", async (_label, body, field, description) => {
     const org = await createGroup(call, `bad-${field}-${Math.random().toString(16).slice(2, 8)}`);
     const got = expectInvalid(await call("POST", `/iam/v2beta1/identities/${uidOf(org)}`, body), field);
     if (description) expect(got).toBe(description);
-    else expect(got).toMatch(/^is not a valid regular expression: /);
+    else expect(got).toMatch(/^is not a valid RE2 regular expression: /);
     expect((await ok(call("GET", `/iam/v2beta1/identities?uidp.children_of=${uidOf(org)}`)))["totalCount"]).toBe("0");
   });
 
@@ -172,7 +177,7 @@ describe("identities over gRPC (@grpc/grpc-js)", () => {
     uid: string;
     name: string;
     description: string;
-    claim_match: { issuer: string; subject: string; issuer_pattern: string; subject_pattern: string; audience: string } | null;
+    claim_match: { issuer: string; subject: string; issuer_pattern: string; subject_pattern: string; audience: string; audience_pattern: string } | null;
     last_seen_time: { seconds: string; nanos: number } | null;
   }
   const { rpc, failure } = grpcSuite(() => server, "platform.iam.v2beta1.IdentitiesService", "platform/iam/v2beta1/identities.proto");
@@ -184,7 +189,7 @@ describe("identities over gRPC (@grpc/grpc-js)", () => {
       identity: { name: "robot", claim_match: { issuer: GITHUB, subject_pattern: "repo:acme/.*" } },
     });
     expect(created.uid.startsWith(`${uidOf(org)}/`)).toBe(true);
-    expect(created.claim_match).toEqual({ issuer: GITHUB, subject: "", issuer_pattern: "", subject_pattern: "repo:acme/.*", audience: "" });
+    expect(created.claim_match).toEqual({ issuer: GITHUB, subject: "", issuer_pattern: "", subject_pattern: "repo:acme/.*", audience: "", audience_pattern: "" });
     expect(created.last_seen_time?.seconds).toMatch(/^\d+$/);
     expect(await rpc<IdentityMsg>("GetIdentity", { uid: created.uid })).toEqual(created);
 

@@ -4,7 +4,9 @@ import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { IdentityProviderSchema, IdentityProvidersService } from "../../gen/platform/iam/v2beta1/identity_providers_pb.js";
+import { SecretBox } from "../../src/crypto/index.js";
 import { schema } from "../../src/db/index.js";
+import { clientSecretContext } from "../../src/services/iam/identity-provider-secret.js";
 import { connectClient, grpcStatusDetails, restClient, type JsonObject } from "../support/clients.js";
 import { connectFailure } from "../support/connect-failure.js";
 import { grpcSuite } from "../support/grpc-suite.js";
@@ -29,11 +31,13 @@ const group = async (name: string, parent?: string) => uidOf(await createGroup(c
 const customRole = async (groupUid: string, name: string) => uidOf(await createRole(call, groupUid, { name, capabilities: ["repo.list"] }));
 const createProvider = (groupUid: string, body: JsonObject) => ok(call("POST", `${BASE}/${groupUid}`, body));
 
-/** What the database holds as the provider's client secret. */
+/** The provider's client secret as the database holds it: sealed (never plain), opened here. */
 async function storedSecret(uid: string): Promise<string | undefined> {
   const t = schema.identityProviders;
   const [row] = await server.app.database.db.select({ secret: t.oidcClientSecret }).from(t).where(eq(t.uid, uid));
-  return row?.secret;
+  if (!row?.secret) return row?.secret;
+  expect(SecretBox.isSealed(row.secret)).toBe(true);
+  return server.app.secrets.open(row.secret, clientSecretContext(uid));
 }
 
 const oidc = (extra: JsonObject = {}): JsonObject => ({ issuer: ISSUER, clientId: "platform", ...extra });
@@ -70,9 +74,9 @@ describe("identity providers over REST", () => {
     const p = await createProvider(g, { name: "keep", oidc: oidc({ clientSecret: secret }) });
     const uid = p["uid"] as string;
 
-    const renamed = await call("PATCH", `${BASE}/${uid}`, { name: "kept", oidc: { issuer: "https://login.example.org" } });
+    const renamed = await call("PATCH", `${BASE}/${uid}`, { name: "kept", oidc: { additionalScopes: ["email"] } });
     expect(renamed.status, JSON.stringify(renamed.body)).toBe(200);
-    expect(renamed.body["oidc"]).toEqual({ issuer: "https://login.example.org", clientId: "platform", additionalScopes: [] });
+    expect(renamed.body["oidc"]).toEqual({ issuer: ISSUER, clientId: "platform", additionalScopes: ["email"] });
     expect(await storedSecret(uid)).toBe(secret);
 
     const masked = await call("PATCH", `${BASE}/${uid}?updateMask=description`, { description: "x", oidc: { clientSecret: "ignored" } });
@@ -84,6 +88,21 @@ describe("identity providers over REST", () => {
     expect(JSON.stringify(replaced.body)).not.toContain("rotated-secret");
     expect(JSON.stringify(replaced.body)).not.toContain("clientSecret");
     expect(await storedSecret(uid)).toBe("rotated-secret");
+  });
+
+  it("clears the secret when the issuer or client id changes, unless the same request gives a new one", async () => {
+    const g = await group("idp-retarget");
+    const p = await createProvider(g, { name: "retarget", oidc: oidc({ clientSecret: "for-the-old-issuer" }) });
+    const uid = p["uid"] as string;
+    // Pointing the provider at another issuer must not hand it the old issuer's secret.
+    await ok(call("PATCH", `${BASE}/${uid}`, { oidc: { issuer: "https://attacker.example" } }));
+    expect(await storedSecret(uid)).toBe("");
+    await ok(call("PATCH", `${BASE}/${uid}`, { oidc: { issuer: ISSUER, clientSecret: "for-the-new-issuer" } }));
+    expect(await storedSecret(uid)).toBe("for-the-new-issuer");
+    await ok(call("PATCH", `${BASE}/${uid}?updateMask=oidc.client_id`, { oidc: { clientId: "another-client" } }));
+    expect(await storedSecret(uid)).toBe("");
+    await ok(call("PATCH", `${BASE}/${uid}?updateMask=oidc.client_id,oidc.client_secret`, { oidc: { clientId: "third", clientSecret: "s3" } }));
+    expect(await storedSecret(uid)).toBe("s3");
   });
 
   it("clears the secret when updateMask names it with an empty value", async () => {
@@ -251,7 +270,8 @@ describe("identity providers over Connect", () => {
     });
     expect(updated.name).toBe("renamed");
     expect(updated.oidc?.clientId).toBe("cid2");
-    expect(await storedSecret(created.uid)).toBe(secret);
+    // A new client id without a new secret: the old client's secret is cleared.
+    expect(await storedSecret(created.uid)).toBe("");
     const got = await client.getIdentityProvider({ uid: created.uid });
     const list = await client.listIdentityProviders({ uidp: { childrenOf: g } });
     expect(list.identityProviders.map((p) => p.uid)).toEqual([created.uid]);

@@ -7,7 +7,7 @@ import { TagsService } from "../../gen/platform/registry/v2beta1/tags_pb.js";
 import { connectClient, grpcStatusDetails, restClient, type JsonObject, type Protocol, type RestResponse } from "../support/clients.js";
 import { grpcSuite } from "../support/grpc-suite.js";
 import { connectFailure } from "../support/connect-failure.js";
-import { ok as okBody, restDetail } from "../support/rest-iam.js";
+import { expectInvalid, ok as okBody, restDetail } from "../support/rest-iam.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -113,7 +113,9 @@ describe("tags over REST", () => {
 
   it("needs an existing repo as parent: a group or a missing repo is NOT_FOUND repo", async () => {
     const { group, repo } = await newRepo();
-    for (const parent of [group, `${repo}0`, `${group}/ffffffffffffffff`]) {
+    // A parent that is not even a uid is refused before any lookup.
+    expectInvalid(await call("POST", `/registry/v2beta1/tags/${repo}0`, { name: "x", digest: digest("a") }), "parent");
+    for (const parent of [group, `${group}/ffffffffffffffff`]) {
       const res = await call("POST", `/registry/v2beta1/tags/${parent}`, { name: "x", digest: digest("a") });
       expect(res.status, parent).toBe(404);
       expect(restDetail(res, "ResourceInfo")).toMatchObject({ resourceType: "repo", resourceName: parent });

@@ -240,7 +240,7 @@ async function insertChildGroups(org: string, n: number): Promise<void> {
 }
 
 describe("identities in v1", () => {
-  const claims = { issuer: "https://issuer.example", subject: "repo:a/b", issuerPattern: "https://.*", subjectPattern: "repo:.*", audience: "api" };
+  const claims = { issuer: "https://issuer.example", subject: "repo:a/b", issuerPattern: "https://.*", subjectPattern: "repo:.*", audience: "api", audiencePattern: "" };
 
   it("agree with v2 both ways, field by field", async () => {
     const org = await newOrg();
@@ -259,7 +259,7 @@ describe("identities in v1", () => {
     const uid = uidOf(await createIdentity(call, org, { name: "robot", description: "ci", claimMatch: claims }));
     expect(await patch(`/iam/v2beta1/identities/${uid}`, { name: "robot-2" })).toMatchObject({ description: "ci", claimMatch: claims });
     const replaced = await put(`/iam/v1/identities/${uid}`, { name: "robot-3" });
-    const empty = { issuer: "", subject: "", issuerPattern: "", subjectPattern: "", audience: "" };
+    const empty = { issuer: "", subject: "", issuerPattern: "", subjectPattern: "", audience: "", audiencePattern: "" };
     expect(replaced).toMatchObject({ name: "robot-3", description: "", claimMatch: empty });
     expect(replaced).toEqual(v1View(await get(`/iam/v2beta1/identities/${uid}`)));
   });

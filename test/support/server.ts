@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pino } from "pino";
+import { pino, type Logger } from "pino";
 import { loadConfig, type Config } from "../../src/server/config.js";
 import { startApp, type App } from "../../src/server/app.js";
 import { TestClock } from "./clock.js";
@@ -23,9 +23,10 @@ export interface TestServer {
 /**
  * Starts the real server on a free loopback port with its own fresh store:
  * PGlite in a temporary directory, or a new PostgreSQL database when
- * DATABASE_URL is set. stop() drops everything it made.
+ * DATABASE_URL is set. stop() drops everything it made. Its log goes to
+ * `opts.logger` (silent by default).
  */
-export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+export async function startTestServer(env: Record<string, string> = {}, opts: { logger?: Logger } = {}): Promise<TestServer> {
   const dataDir = await mkdtemp(join(tmpdir(), "platform-test-"));
   const adminUrl = postgresAdminUrl();
   const fresh = adminUrl ? await createFreshDatabase(adminUrl) : undefined;
@@ -38,7 +39,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     ...(fresh ? { DATABASE_URL: fresh.url } : {}),
     ...env,
   });
-  const app = await startApp(config, { logger: pino({ level: "silent" }), clock: clock.now });
+  const app = await startApp(config, { logger: opts.logger ?? pino({ level: "silent" }), clock: clock.now });
   const server: TestServer = {
     app,
     url: `http://127.0.0.1:${app.port}`,

@@ -2,6 +2,8 @@ import type { Executor } from "../../db/index.js";
 import { findInviteByCode, findRedeemableInvite, markInviteRedeemed } from "../../services/iam/group-invites.js";
 import { LoginError } from "./login-error.js";
 import { grantRole } from "../../authz/grant-role.js";
+import { inviteEmailSatisfied } from "./invite-email.js";
+import type { SignInVia } from "./sign-in-via.js";
 import type { SignedInPerson } from "./upstream.js";
 
 /** Invite codes are 43 base64url characters; anything far from that is not worth a query. */
@@ -22,18 +24,28 @@ async function refusal(tx: Executor, code: string, now: Date): Promise<LoginErro
 }
 
 /**
- * Redeems invite `code` for the person who just signed in: checks its email
- * restriction against their verified email, records the redemption (single
- * use is decided atomically) and binds the invite's role at its group. Runs
- * in the login's transaction, so a refused invite undoes the whole login.
+ * Redeems invite `code` for the person who just signed in `via` a provider:
+ * checks its email restriction (inviteEmailSatisfied), records the
+ * redemption (single use is decided atomically) and binds the invite's role
+ * at its group. Runs in the login's transaction, so a refused invite undoes
+ * the whole login.
  */
-export async function redeemInvite(tx: Executor, code: string, person: SignedInPerson, identityUid: string, now: Date): Promise<void> {
+export async function redeemInvite(
+  tx: Executor,
+  code: string,
+  person: SignedInPerson,
+  via: SignInVia,
+  identityUid: string,
+  now: Date,
+): Promise<void> {
   checkInviteFormat(code);
   const invite = await findRedeemableInvite(tx, code, now);
   if (!invite) throw await refusal(tx, code, now);
-  if (invite.email) {
-    const matches = person.emailVerified && person.email.toLowerCase() === invite.email.toLowerCase();
-    if (!matches) throw new LoginError("invite_email_mismatch", "the invite is for another email address (a verified email is required)");
+  if (!inviteEmailSatisfied(invite, person, via)) {
+    throw new LoginError(
+      "invite_email_mismatch",
+      "the invite is for a specific email address: sign in with it through this server's identity provider or the invite's organization's own, which must report it verified",
+    );
   }
   if (!(await markInviteRedeemed(tx, invite.uid, now))) throw await refusal(tx, code, now);
   await grantRole(tx, invite.parentUid, identityUid, invite.roleUid, now);

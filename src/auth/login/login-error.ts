@@ -21,15 +21,25 @@ export type LoginErrorCode =
   | "invite_expired"
   /** A single-use invite that was already redeemed. */
   | "invite_used"
-  /** The invite is for another (verified) email address. */
+  /**
+   * The invite is for an email address the sign-in did not vouch for: another
+   * address, an unverified one, or one from a provider the invite's
+   * organization does not trust (another organization's, the development one).
+   */
   | "invite_email_mismatch"
   | "server_error";
 
 export class LoginError extends Error {
+  /**
+   * `description` is shown to the person and the CLI: never put an
+   * underlying error's message in it (it may name internal hosts and
+   * ports); pass that error as `cause`, which only the log sees.
+   */
   constructor(
     readonly code: LoginErrorCode,
     readonly description: string,
+    options?: { cause?: unknown },
   ) {
-    super(`${code}: ${description}`);
+    super(`${code}: ${description}`, options);
   }
 }

@@ -2,8 +2,9 @@ import { timingSafeEqual } from "node:crypto";
 import type http from "node:http";
 import type http2 from "node:http2";
 import type { Logger } from "pino";
-import type { Database } from "../../db/index.js";
-import type { OidcIssuers } from "../oidc-issuers.js";
+import type { SecretBox } from "../../crypto/index.js";
+import { UID_SHAPES, type Database } from "../../db/index.js";
+import type { Egress } from "../../egress/index.js";
 import type { TokenService } from "../tokens.js";
 import { callbackWithError, callbackWithToken, loopbackCallback } from "./cli-redirect.js";
 import { devPerson, devSignInPage } from "./dev-provider.js";
@@ -11,8 +12,9 @@ import { checkInviteFormat } from "./invite-redemption.js";
 import { LoginError } from "./login-error.js";
 import { PAGE_HEADERS, errorPage } from "./login-pages.js";
 import { LoginStates, type PendingLogin } from "./login-state.js";
+import { viaProvider, type SignInVia } from "./sign-in-via.js";
 import { signIn, type SignInDeps } from "./sign-in.js";
-import { Upstreams, type SignedInPerson, type UpstreamProvider } from "./upstream.js";
+import { Upstreams, type SignedInPerson } from "./upstream.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 type Res = http.ServerResponse | http2.Http2ServerResponse;
@@ -24,6 +26,8 @@ export interface LoginRoute {
 
 export interface LoginDeps {
   db: Database;
+  /** Seals the login cookie key and opens organizations' client secrets. */
+  secrets: SecretBox;
   tokens: TokenService;
   clock: () => Date;
   /** The token issuer URL; the login pages live under its path. */
@@ -34,12 +38,15 @@ export interface LoginDeps {
   upstream: { issuer: string; clientId: string; clientSecret: string; scopes: string[] } | undefined;
   /** Serve the development provider. */
   devLogin: boolean;
-  issuers: OidcIssuers;
+  /** The egress guard every request to an upstream provider goes through. */
+  egress: Egress;
   log: Logger;
 }
 
 const MAX_CLI_STATE = 512;
-const MAX_ORG = 512;
+// What the sign-in says when no provider is on: how an operator turns one on.
+const NO_PROVIDER =
+  "this server has no identity provider configured: its operator sets PLATFORM_OIDC_ISSUER and PLATFORM_OIDC_CLIENT_ID (and PLATFORM_OIDC_CLIENT_SECRET) to an upstream OpenID Connect provider, or PLATFORM_DEV_LOGIN=true for development only";
 const MAX_FORM_BYTES = 16 * 1024;
 
 const REFUSED = "Sign-in refused";
@@ -93,9 +100,13 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
   const prefix = new URL(deps.authUrl).pathname.replace(/\/+$/, "");
   const redirectUri = `${deps.authUrl}/oauth/callback`;
   const devPath = `${prefix}/oauth/dev`;
-  const states = new LoginStates(deps.db, deps.clock, deps.authUrl);
-  const upstreams = new Upstreams({ db: deps.db, global: deps.upstream, issuers: deps.issuers, redirectUri, clock: deps.clock });
+  const states = new LoginStates(deps.db, deps.secrets, deps.clock, deps.authUrl);
+  const upstreams = new Upstreams({ db: deps.db, secrets: deps.secrets, global: deps.upstream, egress: deps.egress, redirectUri, clock: deps.clock });
   const signInDeps: SignInDeps = { db: deps.db, tokens: deps.tokens, audience: deps.baseUrl, clock: deps.clock };
+
+  // The description is what the person sees; the cause (which may name internal hosts and ports) goes to the log only.
+  const logRefusal = (error: LoginError) =>
+    deps.log.info({ error: error.code, description: error.description, ...(error.cause === undefined ? {} : { err: error.cause }) }, "login refused");
 
   const asLoginError = (e: unknown): LoginError => {
     if (e instanceof LoginError) return e;
@@ -110,14 +121,14 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
       location = await outcome();
     } catch (e) {
       const error = asLoginError(e);
-      deps.log.info({ error: error.code, description: error.description }, "login refused");
+      logRefusal(error);
       location = callbackWithError(pending.callback, pending.cliState, error);
     }
     redirect(res, status, location, [states.clear(pending)]);
   };
 
-  const complete = async (pending: PendingLogin, person: SignedInPerson, idp: UpstreamProvider["idp"], invite: string) => {
-    const minted = await signIn(signInDeps, person, { invite, idp });
+  const complete = async (pending: PendingLogin, person: SignedInPerson, via: SignInVia, invite: string) => {
+    const minted = await signIn(signInDeps, person, { invite, via });
     deps.log.info({ issuer: person.issuer, subject: person.subject }, "signed in");
     return callbackWithToken(pending.callback, pending.cliState, minted);
   };
@@ -141,16 +152,16 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
         const invite = q.get("invite") ?? "";
         checkInviteFormat(invite);
         const org = q.get("org") ?? "";
-        if (org.length > MAX_ORG) throw new LoginError("invalid_request", "org is not a group uid");
+        if (org && !UID_SHAPES.group.test(org)) throw new LoginError("invalid_request", "org is not a group uid");
         const provider = org ? await upstreams.ofOrganization(org) : upstreams.global;
-        if (!provider && !deps.devLogin) throw new LoginError("login_unavailable", "this server has no identity provider configured");
+        if (!provider && !deps.devLogin) throw new LoginError("login_unavailable", NO_PROVIDER);
         const { pending, setCookie } = await states.create({ callback, cliState, invite, idp: provider?.idp?.uid ?? "" });
         // The development page offers the upstream too, when both are on.
         const location = provider && (org || !deps.devLogin) ? await upstreams.authorizationUrl(provider, pending) : `${devPath}?login=${pending.state}`;
         redirect(res, 302, location, [setCookie]);
       } catch (e) {
         const error = asLoginError(e);
-        deps.log.info({ error: error.code, description: error.description }, "login refused");
+        logRefusal(error);
         redirect(res, 302, callbackWithError(callback, cliState, error));
       }
     },
@@ -171,12 +182,12 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
         if (upstreamError === "access_denied") throw new LoginError("access_denied", "the sign-in was cancelled or refused at the identity provider");
         if (upstreamError) throw new LoginError("upstream_error", `the identity provider answered ${upstreamError.slice(0, 64)}`);
         const provider = pending.idp ? await upstreams.byUid(pending.idp) : upstreams.global;
-        if (!provider) throw new LoginError("login_unavailable", "this server has no identity provider configured");
+        if (!provider) throw new LoginError("login_unavailable", NO_PROVIDER);
         // The URL the upstream redirected to, as registered there (not as the Host header says).
         const current = new URL(redirectUri);
         current.search = url.search;
         const person = await upstreams.finish(provider, current, pending);
-        return complete(pending, person, provider.idp, pending.invite);
+        return complete(pending, person, viaProvider(provider), pending.invite);
       });
     },
   };
@@ -225,7 +236,7 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
       }
       await finish(res, 303, pending, async () => {
         if (states.expired(pending)) throw expiredError();
-        return complete(pending, person, undefined, invite);
+        return complete(pending, person, { kind: "development" }, invite);
       });
     },
   };
@@ -234,6 +245,11 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
     ["/oauth", start],
     ["/oauth/callback", callback],
   ]);
-  if (deps.devLogin) routes.set("/oauth/dev", dev);
+  // Off (the default on a non-loopback listener): anyone could sign in as anyone. Say how to set up a real provider.
+  const devOff: LoginRoute = {
+    methods: ["GET", "POST"],
+    serve: async (_req, res) => sendPage(res, 404, errorPage("Development sign-in is off", `${NO_PROVIDER[0]!.toUpperCase()}${NO_PROVIDER.slice(1)}.`)),
+  };
+  routes.set("/oauth/dev", deps.devLogin ? dev : devOff);
   return routes;
 }

@@ -1,6 +1,6 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
-import { eq } from "drizzle-orm";
-import { schema, type Database } from "../../db/index.js";
+import type { SecretBox } from "../../crypto/index.js";
+import { loadSealedSetting, type Database } from "../../db/index.js";
 
 /** How long a person has to finish signing in. */
 export const LOGIN_TTL_MS = 10 * 60 * 1000;
@@ -53,6 +53,8 @@ export class LoginStates {
 
   constructor(
     private readonly db: Database,
+    /** Seals the cookie key at rest in the database. */
+    private readonly secrets: SecretBox,
     private readonly clock: () => Date,
     /** The auth URL: the cookie's path and whether it is Secure follow from it. */
     private readonly authUrl: string,
@@ -110,10 +112,8 @@ export class LoginStates {
 
   private loadKey(): Promise<Buffer> {
     this.key ??= (async () => {
-      await this.db.insert(schema.settings).values({ key: KEY_SETTING, value: randomBytes(32).toString("base64") }).onConflictDoNothing();
-      const [row] = await this.db.select().from(schema.settings).where(eq(schema.settings.key, KEY_SETTING));
-      if (!row) throw new Error("login state key missing after insert");
-      return Buffer.from(row.value, "base64");
+      const key = await loadSealedSetting(this.db, this.secrets, KEY_SETTING, () => randomBytes(32).toString("base64"));
+      return Buffer.from(key, "base64");
     })();
     // A failed load (database down) is retried by the next login.
     this.key.catch(() => (this.key = undefined));

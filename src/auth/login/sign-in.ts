@@ -2,7 +2,8 @@ import type { Database } from "../../db/index.js";
 import type { MintedToken, TokenService } from "../tokens.js";
 import { redeemInvite } from "./invite-redemption.js";
 import { bindDefaultRole, findOrCreatePersonIdentity } from "./person-identity.js";
-import type { SignedInPerson, UpstreamProvider } from "./upstream.js";
+import type { SignInVia } from "./sign-in-via.js";
+import type { SignedInPerson } from "./upstream.js";
 
 export interface SignInDeps {
   db: Database;
@@ -21,13 +22,14 @@ export interface SignInDeps {
 export async function signIn(
   deps: SignInDeps,
   person: SignedInPerson,
-  opts: { invite: string; idp: UpstreamProvider["idp"] },
+  opts: { invite: string; via: SignInVia },
 ): Promise<MintedToken> {
   const now = deps.clock();
+  const idp = opts.via.kind === "organization" ? opts.via.idp : undefined;
   const identityUid = await deps.db.transaction(async (tx) => {
     const uid = await findOrCreatePersonIdentity(tx, person, now);
-    if (opts.idp?.defaultRoleUid) await bindDefaultRole(tx, opts.idp.groupUid, uid, opts.idp.defaultRoleUid, now);
-    if (opts.invite) await redeemInvite(tx, opts.invite, person, uid, now);
+    if (idp?.defaultRoleUid) await bindDefaultRole(tx, idp.groupUid, uid, idp.defaultRoleUid, now);
+    if (opts.invite) await redeemInvite(tx, opts.invite, person, opts.via, uid, now);
     return uid;
   });
   return deps.tokens.mint(identityUid, deps.audience);

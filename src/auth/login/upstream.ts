@@ -1,14 +1,15 @@
 import { createHash } from "node:crypto";
 import { asc, eq } from "drizzle-orm";
+import { LRUCache } from "lru-cache";
 import * as client from "openid-client";
+import type { SecretBox } from "../../crypto/index.js";
 import { schema, type Database } from "../../db/index.js";
-import { readBodyLimited } from "../limited-fetch.js";
-import type { OidcIssuers } from "../oidc-issuers.js";
+import type { Egress } from "../../egress/index.js";
+import { openClientSecret } from "../../services/iam/identity-provider-secret.js";
 import { LoginError } from "./login-error.js";
 import type { PendingLogin } from "./login-state.js";
 
 const TIMEOUT_SECONDS = 5;
-const MAX_RESPONSE_BYTES = 256 * 1024;
 /** Discovery documents (and the JWKS openid-client keeps with them) are reused this long. */
 const CONFIG_TTL_MS = 10 * 60 * 1000;
 const MAX_CACHED_CONFIGS = 1000;
@@ -35,13 +36,11 @@ export interface SignedInPerson {
 
 type IdpRow = typeof schema.identityProviders.$inferSelect;
 
-// Every upstream answer is read with a size cap; a timeout applies through the configuration.
-const limitedFetch: client.CustomFetch = async (url, options) => {
-  const res = await fetch(url, options);
-  const body = await readBodyLimited(res, url, MAX_RESPONSE_BYTES);
-  const empty = res.status === 204 || res.status === 304;
-  return new Response(empty ? null : body, { status: res.status, statusText: res.statusText, headers: res.headers });
-};
+/** True when `url` parses and has the same scheme, host and port as `issuer`. */
+function sameOrigin(url: string | undefined, issuer: string): boolean {
+  if (!url || !URL.canParse(url)) return false;
+  return new URL(url).origin === new URL(issuer).origin;
+}
 
 function claimString(claims: Record<string, unknown>, name: string): string {
   const value = claims[name];
@@ -55,20 +54,30 @@ function claimString(claims: Record<string, unknown>, name: string): string {
  * (discovery) is cached per issuer and client.
  */
 export class Upstreams {
-  private readonly configs = new Map<string, { config: client.Configuration; at: number }>();
+  private readonly configs: LRUCache<string, client.Configuration>;
   private readonly inflight = new Map<string, Promise<client.Configuration>>();
 
   constructor(
     private readonly opts: {
       db: Database;
+      /** Opens the organizations' client secrets, sealed at rest. */
+      secrets: SecretBox;
       global: { issuer: string; clientId: string; clientSecret: string; scopes: string[] } | undefined;
-      /** Decides which issuers may be contacted (https, or http when insecure issuers are allowed). */
-      issuers: OidcIssuers;
+      /** Every request to a provider (discovery, token, userinfo, JWKS) goes through the egress guard. */
+      egress: Egress;
       /** `{auth_url}/oauth/callback`. */
       redirectUri: string;
       clock: () => Date;
     },
-  ) {}
+  ) {
+    this.configs = new LRUCache<string, client.Configuration>({
+      max: MAX_CACHED_CONFIGS,
+      ttl: CONFIG_TTL_MS,
+      // The injected clock decides expiry, read at every lookup.
+      perf: { now: () => opts.clock().getTime() },
+      ttlResolution: 0,
+    });
+  }
 
   get global(): UpstreamProvider | undefined {
     return this.opts.global;
@@ -118,7 +127,7 @@ export class Upstreams {
         idTokenExpected: true,
       });
     } catch (e) {
-      throw new LoginError("upstream_error", `the identity provider's answer did not verify (${e instanceof Error ? e.message : String(e)})`);
+      throw new LoginError("upstream_error", "the identity provider's answer did not verify", { cause: e });
     }
     const claims = tokens.claims();
     if (!claims) throw new LoginError("upstream_error", "the identity provider returned no ID token");
@@ -127,7 +136,7 @@ export class Upstreams {
       try {
         all = { ...(await client.fetchUserInfo(config, tokens.access_token, claims.sub)), ...claims };
       } catch (e) {
-        throw new LoginError("upstream_error", `the identity provider's userinfo failed (${e instanceof Error ? e.message : String(e)})`);
+        throw new LoginError("upstream_error", "the identity provider's userinfo failed", { cause: e });
       }
     }
     const email = claimString(all, "email");
@@ -141,13 +150,13 @@ export class Upstreams {
   }
 
   private fromRow(row: IdpRow): UpstreamProvider {
-    if (!this.opts.issuers.allowed(row.oidcIssuer)) {
-      throw new LoginError("upstream_error", "the organization's identity provider has an issuer this server may not contact (https is required)");
+    if (!this.opts.egress.permits(row.oidcIssuer)) {
+      throw new LoginError("upstream_error", "the organization's identity provider has an issuer this server may not contact (https is required, at a public address)");
     }
     return {
       issuer: row.oidcIssuer,
       clientId: row.oidcClientId,
-      clientSecret: row.oidcClientSecret,
+      clientSecret: openClientSecret(this.opts.secrets, row.uid, row.oidcClientSecret),
       scopes: [...new Set(["openid", ...row.oidcAdditionalScopes])],
       idp: { uid: row.uid, groupUid: row.parentUid, defaultRoleUid: row.defaultRoleUid },
     };
@@ -156,22 +165,20 @@ export class Upstreams {
   private async configuration(provider: UpstreamProvider): Promise<client.Configuration> {
     const secretHash = createHash("sha256").update(provider.clientSecret).digest("base64url");
     const key = JSON.stringify([provider.issuer, provider.clientId, secretHash]);
-    const now = this.opts.clock().getTime();
     const cached = this.configs.get(key);
-    if (cached && now - cached.at < CONFIG_TTL_MS) return cached.config;
+    if (cached) return cached;
     let pending = this.inflight.get(key);
     if (!pending) {
       pending = this.discover(provider).finally(() => this.inflight.delete(key));
       this.inflight.set(key, pending);
     }
     const config = await pending;
-    if (this.configs.size >= MAX_CACHED_CONFIGS) this.configs.delete(this.configs.keys().next().value ?? "");
-    this.configs.set(key, { config, at: now });
+    this.configs.set(key, config);
     return config;
   }
 
   private async discover(provider: UpstreamProvider): Promise<client.Configuration> {
-    if (!this.opts.issuers.allowed(provider.issuer)) throw new LoginError("upstream_error", "the identity provider's issuer may not be contacted");
+    if (!this.opts.egress.permits(provider.issuer)) throw new LoginError("upstream_error", "the identity provider's issuer may not be contacted");
     const insecure = new URL(provider.issuer).protocol === "http:";
     const execute = insecure ? [client.allowInsecureRequests] : [];
     let discovered: client.Configuration;
@@ -179,12 +186,17 @@ export class Upstreams {
       discovered = await client.discovery(new URL(provider.issuer), provider.clientId, undefined, undefined, {
         timeout: TIMEOUT_SECONDS,
         execute,
-        [client.customFetch]: limitedFetch,
+        [client.customFetch]: this.opts.egress.fetch,
       });
     } catch (e) {
-      throw new LoginError("upstream_error", `the identity provider could not be reached (${e instanceof Error ? e.message : String(e)})`);
+      throw new LoginError("upstream_error", "the identity provider could not be reached", { cause: e });
     }
     const metadata = discovered.serverMetadata();
+    // The browser is sent to the authorization endpoint: a document naming another origin could send it anywhere.
+    if (!sameOrigin(metadata.authorization_endpoint, provider.issuer)) {
+      const cause = new Error(`authorization_endpoint ${String(metadata.authorization_endpoint).slice(0, 200)} is not on the origin of issuer ${provider.issuer}`);
+      throw new LoginError("upstream_error", "the identity provider's sign-in page is not at its issuer's address", { cause });
+    }
     // client_secret_basic is the default method when the provider names none.
     const methods = metadata.token_endpoint_auth_methods_supported ?? ["client_secret_basic"];
     const auth = !provider.clientSecret
@@ -194,7 +206,7 @@ export class Upstreams {
         : client.ClientSecretPost(provider.clientSecret);
     const config = new client.Configuration(metadata, provider.clientId, undefined, auth);
     config.timeout = TIMEOUT_SECONDS;
-    config[client.customFetch] = limitedFetch;
+    config[client.customFetch] = this.opts.egress.fetch;
     for (const apply of execute) apply(config);
     return config;
   }

@@ -4,8 +4,9 @@ import { groups } from "./groups.js";
 import { roles } from "./roles.js";
 
 /**
- * Upstream OIDC providers of a group. The client secret is stored as given
- * (plain text, for now) and never leaves the service through the API.
+ * Upstream OIDC providers of a group. The client secret is stored sealed
+ * under the master key for its row (services/iam/identity-provider-secret.ts)
+ * and never leaves the service through the API.
  */
 export const identityProviders = pgTable(
   "identity_providers",

@@ -11,6 +11,7 @@ import {
 } from "../../../gen/platform/iam/v2beta1/group_invites_pb.js";
 import { RoleReferenceSchema } from "../../../gen/platform/iam/v2beta1/references_pb.js";
 import { newChildUid, schema, type Executor } from "../../db/index.js";
+import { assertWithinCeiling, callerGrants } from "../../authz/index.js";
 import { invalidArgument } from "../../errors/index.js";
 import type { ListSource } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
@@ -148,7 +149,8 @@ export function groupInvitesService(ctx: ServiceContext): ServiceImpl<typeof Gro
     },
 
     // The only response that carries the code; the table keeps its hash.
-    async createGroupInvite(req) {
+    async createGroupInvite(req, context) {
+      const grants = callerGrants(context);
       const group = requireField(req.parent, "parent");
       const invite = req.groupInvite ?? create(GroupInviteSchema);
       groupInviteMapping.validate(invite);
@@ -157,6 +159,7 @@ export function groupInvitesService(ctx: ServiceContext): ServiceImpl<typeof Gro
       return ctx.db.transaction(async (tx) => {
         await lockGroup(tx, group);
         const role = await assertRoleVisible(tx, group, invite.roleUid, "role_uid");
+        assertWithinCeiling(grants, role.capabilities, group, `an invite with role ${role.uid}`);
         const created = await store.create(
           invite,
           {

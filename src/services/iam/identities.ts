@@ -1,4 +1,4 @@
-import { create } from "@bufbuild/protobuf";
+import { create, equals } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { eq, type SQL } from "drizzle-orm";
 import {
@@ -10,7 +10,8 @@ import {
   type Identity,
   type ListIdentitiesRequest,
 } from "../../../gen/platform/iam/v2beta1/identities_pb.js";
-import { newChildUid, schema } from "../../db/index.js";
+import { assertWithinCeiling, callerGrants, Grants } from "../../authz/index.js";
+import { newChildUid, parentOf, schema, type Executor } from "../../db/index.js";
 import { invalidArgument } from "../../errors/index.js";
 import type { ExtraFilters, ListSource } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
@@ -99,6 +100,21 @@ function claimFilters(req: ListIdentitiesRequest): ExtraFilters {
   return { where, key: { issuer: c.issuer, subject: c.subject } };
 }
 
+/**
+ * Changing claimMatch changes who may assume the identity, and with it
+ * everything the identity holds: the caller needs role_bindings.create at the
+ * identity's group and every capability of every role bound to it, where it
+ * is bound (docs/security.md, "Grant ceiling").
+ */
+async function assertMayRetarget(tx: Executor, grants: Grants, identityUid: string): Promise<void> {
+  const group = parentOf(identityUid);
+  assertWithinCeiling(grants, ["role_bindings.create"], group, "changing who may assume the identity");
+  const held = await Grants.load(tx, identityUid);
+  for (const binding of held.grants) {
+    assertWithinCeiling(grants, binding.capabilities, binding.groupUid ?? "", "changing who may assume the identity");
+  }
+}
+
 export function identitiesService(ctx: ServiceContext): ServiceImpl<typeof IdentitiesService> {
   const store = new ResourceStore(ctx.db, ctx.clock, identityMapping);
   return {
@@ -122,8 +138,15 @@ export function identitiesService(ctx: ServiceContext): ServiceImpl<typeof Ident
       });
     },
 
-    updateIdentity: (req) =>
-      store.update(requireField(req.identity?.uid ?? "", "identity.uid"), req.identity ?? create(IdentitySchema), req.updateMask),
+    updateIdentity(req, context) {
+      const grants = callerGrants(context);
+      const uid = requireField(req.identity?.uid ?? "", "identity.uid");
+      return store.update(uid, req.identity ?? create(IdentitySchema), req.updateMask, async (tx, next, current) => {
+        const unchanged = equals(ClaimMatchSchema, next.claimMatch ?? create(ClaimMatchSchema), current.claimMatch ?? create(ClaimMatchSchema));
+        if (!unchanged) await assertMayRetarget(tx, grants, uid);
+        return {};
+      });
+    },
 
     async deleteIdentity(req) {
       // role_bindings.identity_uid cascades: the bindings go in the same statement.

@@ -1,4 +1,5 @@
 import { create } from "@bufbuild/protobuf";
+import type { FieldMask } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import {
   IdentityProviderSchema,
@@ -6,7 +7,9 @@ import {
   ListIdentityProvidersResponseSchema,
   type IdentityProvider,
 } from "../../../gen/platform/iam/v2beta1/identity_providers_pb.js";
+import type { SecretBox } from "../../crypto/index.js";
 import { newChildUid, parentOf, schema, type Executor } from "../../db/index.js";
+import { assertWithinCeiling, callerGrants, type Grants } from "../../authz/index.js";
 import { invalidArgument } from "../../errors/index.js";
 import type { ListSource } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
@@ -14,6 +17,7 @@ import { withoutInputOnly } from "../input-only.js";
 import { ResourceStore, requireField, type ResourceMapping } from "../resource-store.js";
 import { toTimestamp } from "../timestamps.js";
 import { checkDescription, checkLength, checkName } from "../validation.js";
+import { openClientSecret, sealClientSecret } from "./identity-provider-secret.js";
 import { assertRoleVisible, lockGroup } from "./visibility.js";
 
 const MAX_URL_LENGTH = 2048;
@@ -70,11 +74,12 @@ function checkOidc(p: IdentityProvider): void {
 }
 
 /**
- * Messages built from rows carry the client secret, so that updates keep or
- * replace it by the usual mask rules; responses pass through `publicView`,
- * which drops it (and any other INPUT_ONLY field).
+ * Messages built from rows carry the client secret (opened), so that updates
+ * keep or replace it by the usual mask rules; responses pass through
+ * `publicView`, which drops it (and any other INPUT_ONLY field). Columns
+ * hold it sealed for the provider's uid, so messages written must carry it.
  */
-export const identityProviderMapping: ResourceMapping<typeof schema.identityProviders, typeof IdentityProviderSchema> = {
+export const identityProviderMapping = (secrets: SecretBox): ResourceMapping<typeof schema.identityProviders, typeof IdentityProviderSchema> => ({
   kind: "identity provider",
   table: schema.identityProviders,
   uid: schema.identityProviders.uid,
@@ -88,7 +93,7 @@ export const identityProviderMapping: ResourceMapping<typeof schema.identityProv
       oidc: {
         issuer: row.oidcIssuer,
         clientId: row.oidcClientId,
-        ...(row.oidcClientSecret ? { clientSecret: row.oidcClientSecret } : {}),
+        ...(row.oidcClientSecret ? { clientSecret: openClientSecret(secrets, row.uid, row.oidcClientSecret) } : {}),
         additionalScopes: row.oidcAdditionalScopes,
       },
       createTime: toTimestamp(row.createTime),
@@ -105,50 +110,72 @@ export const identityProviderMapping: ResourceMapping<typeof schema.identityProv
     defaultRoleUid: p.defaultRole || null,
     oidcIssuer: p.oidc?.issuer ?? "",
     oidcClientId: p.oidc?.clientId ?? "",
-    oidcClientSecret: p.oidc?.clientSecret ?? "",
+    oidcClientSecret: sealClientSecret(secrets, p.uid, p.oidc?.clientSecret ?? ""),
     oidcAdditionalScopes: p.oidc?.additionalScopes ?? [],
   }),
   duplicate: (p) => `an identity provider named "${p.name}" already exists in the group`,
   missingReference: "group",
-};
+});
 
 const publicView = (p: IdentityProvider): IdentityProvider => withoutInputOnly(IdentityProviderSchema, p);
 
-/** The default role, when one is set, must be visible from the provider's group. */
-async function checkDefaultRole(db: Executor, groupUid: string, p: IdentityProvider): Promise<void> {
-  if (p.defaultRole) await assertRoleVisible(db, groupUid, p.defaultRole, "default_role");
+/**
+ * The default role, when one is set, must be visible from the provider's
+ * group, and within the caller's grant ceiling there: whoever signs in
+ * through the provider gets it, so managing the provider hands it out.
+ */
+async function checkDefaultRole(db: Executor, grants: Grants, groupUid: string, p: IdentityProvider): Promise<void> {
+  if (!p.defaultRole) return;
+  const role = await assertRoleVisible(db, groupUid, p.defaultRole, "default_role");
+  assertWithinCeiling(grants, role.capabilities, groupUid, `default role ${role.uid}`);
+}
+
+/** Whether an update names the client secret: in its mask, or (without one) in its body. */
+function secretGiven(patch: IdentityProvider, mask: FieldMask | undefined): boolean {
+  const paths = mask?.paths ?? [];
+  if (!paths.length) return patch.oidc?.clientSecret !== undefined;
+  return paths.some((p) => ["*", "oidc", "oidc.client_secret", "oidc.clientSecret"].includes(p));
 }
 
 export function identityProvidersService(ctx: ServiceContext): ServiceImpl<typeof IdentityProvidersService> {
-  const store = new ResourceStore(ctx.db, ctx.clock, identityProviderMapping);
+  const mapping = identityProviderMapping(ctx.secrets);
+  const store = new ResourceStore(ctx.db, ctx.clock, mapping);
   return {
     async listIdentityProviders(req, context) {
       const page = await ctx.list.list(ctx.db, identityProvidersSource, req, context);
       return create(ListIdentityProvidersResponseSchema, {
         ...page,
-        identityProviders: page.rows.map((row) => publicView(identityProviderMapping.toMessage(row))),
+        identityProviders: page.rows.map((row) => publicView(mapping.toMessage(row))),
       });
     },
 
     getIdentityProvider: async (req) => publicView(await store.get(req.uid)),
 
-    async createIdentityProvider(req) {
+    async createIdentityProvider(req, context) {
+      const grants = callerGrants(context);
       const group = requireField(req.parent, "parent");
       const provider = req.identityProvider ?? create(IdentityProviderSchema);
-      identityProviderMapping.validate(provider);
+      mapping.validate(provider);
       const created = await ctx.db.transaction(async (tx) => {
         await lockGroup(tx, group);
-        await checkDefaultRole(tx, group, provider);
-        return store.create(provider, { uid: newChildUid(group), parentUid: group }, tx);
+        await checkDefaultRole(tx, grants, group, provider);
+        const uid = newChildUid(group);
+        // The uid is known before the insert: the client secret is sealed for it.
+        return store.create({ ...provider, uid }, { uid, parentUid: group }, tx);
       });
       return publicView(created);
     },
 
-    async updateIdentityProvider(req) {
+    async updateIdentityProvider(req, context) {
+      const grants = callerGrants(context);
       const uid = requireField(req.identityProvider?.uid ?? "", "identity_provider.uid");
-      const updated = await store.update(uid, req.identityProvider ?? create(IdentityProviderSchema), req.updateMask, async (tx, next) => {
-        await checkDefaultRole(tx, parentOf(uid), next);
-        return {};
+      const patch = req.identityProvider ?? create(IdentityProviderSchema);
+      const updated = await store.update(uid, patch, req.updateMask, async (tx, next, current) => {
+        await checkDefaultRole(tx, grants, parentOf(uid), next);
+        // The secret belongs to one client at one issuer: pointing the provider elsewhere
+        // without giving a new one must not send the old one to the new issuer.
+        const retargeted = next.oidc?.issuer !== current.oidc?.issuer || next.oidc?.clientId !== current.oidc?.clientId;
+        return retargeted && !secretGiven(patch, req.updateMask) ? { oidcClientSecret: "" } : {};
       });
       return publicView(updated);
     },

@@ -11,6 +11,7 @@ import {
   type RoleBinding,
 } from "../../../gen/platform/iam/v2beta1/role_bindings_pb.js";
 import { newChildUid, parentOf, schema, type Executor } from "../../db/index.js";
+import { assertWithinCeiling, callerGrants, type Grants } from "../../authz/index.js";
 import { invalidArgument, notFound } from "../../errors/index.js";
 import type { ExtraFilters, ListSource } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
@@ -67,13 +68,19 @@ export function roleBindingsService(ctx: ServiceContext): ServiceImpl<typeof Rol
    * each role are locked while checked, so none can be deleted before the
    * insert commits; `field` names request n's fields in errors.
    */
-  const createAll = (parent: string, requests: CreateRoleBindingRequest[], field: (n: number, name: string) => string) =>
+  const createAll = (
+    grants: Grants,
+    parent: string,
+    requests: CreateRoleBindingRequest[],
+    field: (n: number, name: string) => string,
+  ) =>
     ctx.db.transaction(async (tx) => {
       await lockGroup(tx, parent);
       const uids: string[] = [];
       for (const [n, req] of requests.entries()) {
         const identity = await assertIdentityVisible(tx, parent, req.identityUid, field(n, "identity_uid"));
         const role = await assertRoleVisible(tx, parent, req.roleUid, field(n, "role_uid"));
+        assertWithinCeiling(grants, role.capabilities, parent, `binding role ${role.uid}`);
         const values = { uid: newChildUid(parent), parentUid: parent, identityUid: identity.uid };
         uids.push((await store.create(create(RoleBindingSchema, { roleUid: role.uid }), values, tx)).uid);
       }
@@ -89,27 +96,29 @@ export function roleBindingsService(ctx: ServiceContext): ServiceImpl<typeof Rol
 
     getRoleBinding: (req) => hydrateOne(ctx.db, requireField(req.uid, "uid")),
 
-    async createRoleBinding(req) {
-      const [binding] = await createAll(requireField(req.parent, "parent"), [req], (_, name) => name);
+    async createRoleBinding(req, context) {
+      const [binding] = await createAll(callerGrants(context), requireField(req.parent, "parent"), [req], (_, name) => name);
       return binding!;
     },
 
-    async batchCreateRoleBindings(req) {
+    async batchCreateRoleBindings(req, context) {
       const parent = requireField(req.parent, "parent");
       if (req.requests.length === 0) throw invalidArgument("requests", "is required: give at least one binding");
       if (req.requests.length > MAX_BATCH) throw invalidArgument("requests", `at most ${MAX_BATCH} bindings per batch`);
       req.requests.forEach((r, n) => {
         if (r.parent && r.parent !== parent) throw invalidArgument(`requests[${n}].parent`, `must be empty or equal the batch's parent ${parent}`);
       });
-      const roleBindings = await createAll(parent, req.requests, (n, name) => `requests[${n}].${name}`);
+      const roleBindings = await createAll(callerGrants(context), parent, req.requests, (n, name) => `requests[${n}].${name}`);
       return create(BatchCreateRoleBindingsResponseSchema, { roleBindings });
     },
 
-    async updateRoleBinding(req) {
+    async updateRoleBinding(req, context) {
+      const grants = callerGrants(context);
       const uid = requireField(req.roleBinding?.uid ?? "", "role_binding.uid");
       // A binding's uid is `<group uid>/<16 hex>`: the new role must be visible from that group.
       await store.update(uid, req.roleBinding ?? create(RoleBindingSchema), req.updateMask, async (tx, next) => {
-        await assertRoleVisible(tx, parentOf(uid), next.roleUid ?? "", "role_uid");
+        const role = await assertRoleVisible(tx, parentOf(uid), next.roleUid ?? "", "role_uid");
+        assertWithinCeiling(grants, role.capabilities, parentOf(uid), `binding role ${role.uid}`);
         return {};
       });
       return hydrateOne(ctx.db, uid);

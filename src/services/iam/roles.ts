@@ -3,7 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { count, eq } from "drizzle-orm";
 import { ListRolesResponseSchema, RoleSchema, RolesService, type Role } from "../../../gen/platform/iam/v2beta1/roles_pb.js";
-import { isBuiltInRole, isCapability } from "../../authz/index.js";
+import { assertWithinCeiling, callerGrants, isBuiltInRole, isCapability } from "../../authz/index.js";
 import { isForeignKeyViolation, schema } from "../../db/index.js";
 import { alreadyExists, failedPrecondition, invalidArgument } from "../../errors/index.js";
 import type { ListSource } from "../../list/index.js";
@@ -75,16 +75,26 @@ export function rolesService(ctx: ServiceContext): ServiceImpl<typeof RolesServi
 
     getRole: (req) => store.get(req.uid),
 
-    createRole(req) {
+    createRole(req, context) {
+      const grants = callerGrants(context);
       const parent = requireField(req.parent, "parent");
+      const role = req.role ?? create(RoleSchema);
+      // An unknown capability is the caller's typo, not an escalation: say so first.
+      roleMapping.validate(role);
+      assertWithinCeiling(grants, role.capabilities, parent, "the role");
       const uid = randomBytes(8).toString("hex");
-      return store.create(req.role ?? create(RoleSchema), { uid, parentUid: parent, path: `${parent}/${uid}` });
+      return store.create(role, { uid, parentUid: parent, path: `${parent}/${uid}` });
     },
 
-    updateRole(req) {
+    updateRole(req, context) {
+      const grants = callerGrants(context);
       const uid = requireField(req.role?.uid ?? "", "role.uid");
       refuseBuiltIn(uid, "changed");
-      return store.update(uid, req.role ?? create(RoleSchema), req.updateMask);
+      // Bindings of the role grant its new capabilities at once: the caller must hold them where the role lives.
+      return store.update(uid, req.role ?? create(RoleSchema), req.updateMask, (_tx, next) => {
+        assertWithinCeiling(grants, next.capabilities, next.parent, "the role");
+        return {};
+      });
     },
 
     async deleteRole(req) {

@@ -12,7 +12,7 @@ import { inProcess } from "./in-process.js";
 import { listAll } from "./list-all.js";
 import { REPLACE_ALL, v1Record } from "./shape.js";
 
-type Claims = Pick<V2ClaimMatch, "issuer" | "subject" | "issuerPattern" | "subjectPattern" | "audience">;
+type Claims = Pick<V2ClaimMatch, "issuer" | "subject" | "issuerPattern" | "subjectPattern" | "audience" | "audiencePattern">;
 
 // claim_match has the same fields in both versions.
 const claims = (c: Claims | undefined): Claims => ({
@@ -21,6 +21,7 @@ const claims = (c: Claims | undefined): Claims => ({
   issuerPattern: c?.issuerPattern ?? "",
   subjectPattern: c?.subjectPattern ?? "",
   audience: c?.audience ?? "",
+  audiencePattern: c?.audiencePattern ?? "",
 });
 
 const toV1 = (i: V2Identity): Identity =>

@@ -1,0 +1,3 @@
+export { SecretBox, SecretBoxError, SECRET_BOX_KEY_BYTES } from "./secret-box.js";
+export { decodeMasterKey, loadMasterKey, MASTER_KEY_FILE, type LoadedMasterKey } from "./master-key.js";
+export { ensurePrivateDir } from "./private-dir.js";

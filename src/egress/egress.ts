@@ -1,0 +1,183 @@
+import type { LookupAddress } from "node:dns";
+import { isIP } from "node:net";
+import { Agent, fetch as undiciFetch } from "undici";
+import { addressAllowed, addressRange } from "./address-policy.js";
+import { readBodyLimited } from "./body-limit.js";
+import { EgressError } from "./egress-error.js";
+import { pinnedConnector, systemResolve, type PinnedConnect, type Resolve } from "./pinned-connect.js";
+import { checkUrl, type CheckedUrl } from "./url-policy.js";
+
+export const DEFAULT_TIMEOUT_MS = 5_000;
+export const DEFAULT_MAX_BYTES = 256 * 1024;
+export const DEFAULT_MAX_IN_FLIGHT = 16;
+
+/** Statuses whose Response may not carry a body. */
+const NULL_BODY_STATUSES = new Set([204, 205]);
+/** The answer is handed on decoded and whole, so these no longer describe it. */
+const DROPPED_HEADERS = new Set(["content-encoding", "content-length", "transfer-encoding"]);
+
+export interface EgressOptions {
+  /** PLATFORM_ALLOW_INSECURE_ISSUERS: http, and loopback addresses, for development. Nothing else. */
+  allowInsecure: boolean;
+  /** The whole request: resolution, connection and body. */
+  timeoutMs?: number;
+  maxBytes?: number;
+  /** Outbound requests in flight at once; more fail fast. */
+  maxInFlight?: number;
+  resolve?: Resolve;
+  connect?: PinnedConnect;
+}
+
+/** The parts of a fetch `RequestInit` the server's clients send (openid-client's among them). */
+export interface EgressRequestInit {
+  method?: string;
+  headers?: Record<string, string> | [string, string][];
+  body?: string | Uint8Array | ArrayBuffer | URLSearchParams | ReadableStream<Uint8Array> | null;
+  /** Set to `half` with a stream body. */
+  duplex?: "half";
+  signal?: AbortSignal | null;
+}
+
+/**
+ * fetch, guarded: a fetch-compatible function (redirects are never
+ * followed; the answer comes back whole, its body already read within the
+ * size cap).
+ */
+export type EgressFetch = (url: string | URL, init?: EgressRequestInit) => Promise<Response>;
+
+/** Resolves when `work` does, or rejects with the abort reason as soon as `signal` aborts. */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+/** "fetch failed: connect ECONNREFUSED …": the messages along the cause chain, for the log. */
+function describe(e: unknown): string {
+  const parts: string[] = [];
+  for (let cur = e; cur instanceof Error && parts.length < 4; cur = cur.cause) parts.push(cur.message);
+  return parts.length ? parts.join(": ") : String(e);
+}
+
+/**
+ * The egress guard: every outbound request of the server goes through it
+ * (DESIGN §5, Egress). It allows https only (http with the development
+ * flag), resolves the host once and refuses unless every address is public
+ * unicast (loopback too with the development flag), then connects to
+ * exactly the addresses it checked. Each request has a deadline and a
+ * response size cap, redirects are refused, and only so many requests may
+ * be in flight. Failures are EgressErrors whose text is for the log only.
+ */
+export class Egress {
+  private readonly timeoutMs: number;
+  private readonly maxBytes: number;
+  private readonly maxInFlight: number;
+  private readonly resolve: Resolve;
+  private readonly connect: PinnedConnect;
+  private inFlight = 0;
+
+  constructor(private readonly opts: EgressOptions) {
+    this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.maxBytes = opts.maxBytes ?? DEFAULT_MAX_BYTES;
+    this.maxInFlight = opts.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
+    this.resolve = opts.resolve ?? systemResolve;
+    this.connect = opts.connect ?? pinnedConnector(this.timeoutMs);
+  }
+
+  /** The URL rule alone (scheme, credentials, IP literal); throws an EgressError saying why not. */
+  checkUrl(url: string | URL): URL {
+    return checkUrl(url, { allowInsecure: this.opts.allowInsecure }).url;
+  }
+
+  /** True when the URL rule allows `url` (its host name is only resolved when it is fetched). */
+  permits(url: string | URL): boolean {
+    try {
+      this.checkUrl(url);
+      return true;
+    } catch (e) {
+      if (e instanceof EgressError) return false;
+      throw e;
+    }
+  }
+
+  readonly fetch: EgressFetch = async (url, init = {}) => {
+    const target = checkUrl(url, { allowInsecure: this.opts.allowInsecure });
+    const what = `${init.method ?? "GET"} ${target.url.origin}${target.url.pathname}`;
+    if (this.inFlight >= this.maxInFlight) throw new EgressError("busy", `${what}: ${this.maxInFlight} outbound requests already in flight`);
+    this.inFlight++;
+    const deadline = AbortSignal.timeout(this.timeoutMs);
+    const signal = init.signal ? AbortSignal.any([init.signal, deadline]) : deadline;
+    try {
+      const addresses = await this.addressesOf(target, signal, what);
+      return await this.exchange(target.url, addresses, init, signal, what);
+    } catch (e) {
+      if (e instanceof EgressError) throw e;
+      if (deadline.aborted) throw new EgressError("timeout", `${what}: no answer within ${this.timeoutMs} ms`, { cause: e });
+      throw new EgressError("network", `${what}: ${describe(e)}`, { cause: e });
+    } finally {
+      this.inFlight--;
+    }
+  };
+
+  /** GETs `url` and parses its 200 answer as JSON. */
+  async fetchJson(url: string | URL): Promise<unknown> {
+    const res = await this.fetch(url, { headers: { accept: "application/json" } });
+    const where = new URL(url);
+    const what = `GET ${where.origin}${where.pathname}`;
+    if (res.status !== 200) throw new EgressError("answer", `${what} answered ${res.status}`);
+    const text = await res.text();
+    try {
+      return JSON.parse(text) as unknown;
+    } catch (e) {
+      throw new EgressError("answer", `${what} did not answer JSON`, { cause: e });
+    }
+  }
+
+  /** The addresses to connect to: the literal, or every address the host resolves to, all of them allowed. */
+  private async addressesOf(target: CheckedUrl, signal: AbortSignal, what: string): Promise<readonly LookupAddress[]> {
+    if (target.literal) return [{ address: target.host, family: isIP(target.host) }];
+    let found: readonly LookupAddress[];
+    try {
+      found = await untilAborted(this.resolve(target.host), signal);
+    } catch (e) {
+      if (signal.aborted) throw e;
+      throw new EgressError("address", `${what}: ${target.host} did not resolve (${describe(e)})`, { cause: e });
+    }
+    if (found.length === 0) throw new EgressError("address", `${what}: ${target.host} has no address`);
+    // One non-public answer is enough to refuse: which one a connection would take is not ours to choose.
+    const refused = found.filter((a) => !addressAllowed(a.address, { allowLoopback: this.opts.allowInsecure }));
+    if (refused.length) {
+      const list = refused.map((a) => `${a.address} (${addressRange(a.address)})`).join(", ");
+      throw new EgressError("address", `${what}: ${target.host} resolves to ${list}, not a public address`);
+    }
+    return found;
+  }
+
+  /** One request over a dispatcher of its own whose connections can only reach `addresses`. */
+  private async exchange(url: URL, addresses: readonly LookupAddress[], init: EgressRequestInit, signal: AbortSignal, what: string): Promise<Response> {
+    const dispatcher = new Agent({ connect: (options, callback) => this.connect({ ...options, addresses }, callback) });
+    try {
+      const res = await undiciFetch(url, {
+        method: init.method ?? "GET",
+        ...(init.headers ? { headers: init.headers } : {}),
+        ...(init.body !== undefined ? { body: init.body } : {}),
+        ...(init.duplex ? { duplex: init.duplex } : {}),
+        signal,
+        redirect: "manual",
+        dispatcher,
+      });
+      if (res.status >= 300 && res.status < 400) {
+        throw new EgressError("redirect", `${what}: answered ${res.status} to ${res.headers.get("location") ?? "nowhere"} (redirects are not followed)`);
+      }
+      const body = await readBodyLimited(res, what, this.maxBytes);
+      const headers = new Headers();
+      for (const [name, value] of res.headers) if (!DROPPED_HEADERS.has(name)) headers.append(name, value);
+      return new Response(NULL_BODY_STATUSES.has(res.status) ? null : body, { status: res.status, statusText: res.statusText, headers });
+    } finally {
+      await dispatcher.destroy();
+    }
+  }
+}

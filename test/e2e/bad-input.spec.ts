@@ -1,0 +1,92 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
+import { RolesService } from "../../gen/platform/iam/v2beta1/roles_pb.js";
+import { connectClient, restClient, type JsonObject, type Protocol } from "../support/clients.js";
+import { createGroup, restDetail, uidOf } from "../support/rest-iam.js";
+import { startTestServer, type TestServer } from "../support/server.js";
+
+// Text PostgreSQL cannot store (NUL) or UTF-8 cannot encode (unpaired
+// surrogates), and uids of the wrong shape, are INVALID_ARGUMENT naming the
+// field on every protocol — never a 500 — and never reach a query.
+
+let server: TestServer;
+let call: ReturnType<typeof restClient>;
+let org: string;
+
+beforeAll(async () => {
+  server = await startTestServer();
+  call = restClient(server.url, server.token);
+  org = uidOf(await createGroup(call, "bad-input"));
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+function expectBadRequest(res: { status: number; body: JsonObject }, field: string, label: string): void {
+  expect(res.status, `${label}: ${JSON.stringify(res.body)}`).toBe(400);
+  expect(res.body["code"], label).toBe(3);
+  const violations = (restDetail({ ...res, headers: new Headers() }, "BadRequest")?.["fieldViolations"] ?? []) as JsonObject[];
+  expect(violations[0]?.["field"], label).toBe(field);
+}
+
+describe("NUL and odd uids over REST", () => {
+  it("answers each probe of the report with 400 and a BadRequest naming the field", async () => {
+    const probes: [string, string, unknown, string][] = [
+      ["GET", `/iam/v2beta1/groups/${org}%00`, undefined, "uid"],
+      ["GET", "/iam/v2beta1/groups?name=a%00", undefined, "name"],
+      ["GET", "/iam/v2beta1/groups?uidp.descendants_of=%00", undefined, "uidp.descendants_of"],
+      ["GET", "/iam/v2beta1/roles/%00", undefined, "uid"],
+      ["POST", `/iam/v2beta1/groups/${org}`, { name: "n", description: "a\u0000b" }, "description"],
+      ["PATCH", `/iam/v2beta1/groups/${org}`, { description: "a\u0000b" }, "description"],
+      // The REST binder refuses it first, naming the request field.
+      ["POST", `/iam/v2beta1/groups/${org}`, { name: "n", description: "a\ud800b" }, "group.description"],
+      ["POST", `/iam/v2beta1/identities/${org}`, { name: "n", claimMatch: { subject: "x\u0000" } }, "claim_match.subject"],
+      ["GET", `/iam/v2beta1/groups/${org.toUpperCase()}`, undefined, "uid"],
+      ["GET", `/iam/v2beta1/groups/${org}/123`, undefined, "uid"],
+      ["GET", `/iam/v2beta1/groups/${"a".repeat(5000)}`, undefined, "uid"],
+      ["GET", "/iam/v2beta1/roleBindings?identity=%00", undefined, "identity"],
+      ["POST", `/iam/v2beta1/roleBindings/${org}`, { identityUid: "x\u0000", roleUid: "viewer" }, "identity_uid"],
+      ["GET", "/vulnerabilities/v2beta1/advisories/a%00", undefined, "uid"],
+      ["GET", "/iam/v1/groups?id=%00", undefined, "id"],
+    ];
+    for (const [method, path, body, field] of probes) expectBadRequest(await call(method, path, body), field, `${method} ${path}`);
+    // An empty segment matches no route at all.
+    expect((await call("GET", `/iam/v2beta1/identities/${org}//0123456789abcdef`)).status).toBe(404);
+    const exchange = await fetch(`${server.url}/sts/exchange?aud=${encodeURIComponent(server.app.urls.baseUrl)}&identity=%00`);
+    expectBadRequest({ status: exchange.status, body: (await exchange.json()) as JsonObject }, "identity", "sts");
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+  });
+
+  it("keeps a multi-byte value within the index limits: a claim of 1024 four-byte characters is refused, not a 500", async () => {
+    const res = await call("POST", `/iam/v2beta1/identities/${org}`, { name: "n", claimMatch: { issuer: "😀".repeat(1024), subject: "😀".repeat(1024) } });
+    expectBadRequest(res, "claim_match.issuer", "emoji claim");
+  });
+});
+
+describe.each<Protocol>(["grpc", "connect", "grpc-web"])("NUL and odd uids over %s", (protocol) => {
+  const failure = (p: Promise<unknown>) =>
+    p.then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    );
+
+  it("refuses them with INVALID_ARGUMENT naming the field", async () => {
+    const groups = connectClient(GroupsService, server.url, server.token, protocol);
+    const roles = connectClient(RolesService, server.url, server.token, protocol);
+    const cases: [string, Promise<unknown>, string][] = [
+      ["get NUL", groups.getGroup({ uid: `${org}\u0000` }), "uid"],
+      ["list name NUL", groups.listGroups({ name: "a\u0000" }), "name"],
+      ["list scope NUL", groups.listGroups({ uidp: { descendantsOf: "\u0000" } }), "uidp.descendants_of"],
+      ["update NUL", groups.updateGroup({ group: { uid: org, description: "a\u0000b" } }), "description"],
+      ["role NUL", roles.getRole({ uid: "\u0000" }), "uid"],
+      ["role odd", roles.getRole({ uid: "../owner" }), "uid"],
+    ];
+    for (const [label, call, field] of cases) {
+      const err = await failure(call);
+      expect(err?.code, label).toBe(Code.InvalidArgument);
+      expect(err?.findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.field, label).toBe(field);
+    }
+  });
+});
