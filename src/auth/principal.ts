@@ -1,4 +1,4 @@
-import { createContextKey, type Interceptor } from "@connectrpc/connect";
+import { createContextKey, type ContextValues } from "@connectrpc/connect";
 import { unauthenticated } from "../errors/index.js";
 import type { TokenService } from "./tokens.js";
 
@@ -24,14 +24,16 @@ export function bearerToken(header: string | null): string | undefined {
   return m?.[1];
 }
 
-/** Requires a valid API token on every RPC of every protocol, except the public services. */
-export function authenticationInterceptor(tokens: TokenService, audiences: () => string[]): Interceptor {
-  return (next) => async (req) => {
-    if (isPublicService(req.service.typeName)) return next(req);
-    const token = bearerToken(req.header.get("authorization"));
-    if (!token) throw unauthenticated("missing Authorization: Bearer <token> header");
-    const verified = await tokens.verify(token, audiences());
-    req.contextValues.set(principalKey, { identityUid: verified.subject, audience: verified.audience });
-    return next(req);
-  };
+/**
+ * The caller of a non-public RPC: a valid API token is required on every
+ * protocol. Records the principal in `values` (for authorization and the
+ * services). One function for the Connect interceptor and the REST entry point.
+ */
+export async function authenticate(tokens: TokenService, audiences: string[], authorization: string | null, values: ContextValues): Promise<Principal> {
+  const token = bearerToken(authorization);
+  if (!token) throw unauthenticated("missing Authorization: Bearer <token> header");
+  const verified = await tokens.verify(token, audiences);
+  const principal = { identityUid: verified.subject, audience: verified.audience };
+  values.set(principalKey, principal);
+  return principal;
 }

@@ -1,6 +1,6 @@
 import type { HandlerContext } from "@connectrpc/connect";
 import { permissionDenied } from "../errors/index.js";
-import { grantsKey } from "./authorization-interceptor.js";
+import { grantsKey } from "./authorizer.js";
 import type { Grants } from "./grants.js";
 
 /** The ErrorInfo reason of a refusal by the grant ceiling. */

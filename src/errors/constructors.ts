@@ -8,6 +8,19 @@ import {
   ResourceInfoSchema,
 } from "../../gen/google/rpc/error_details_pb.js";
 
+/** Longest text an error repeats from a request; more would not fit a gRPC header. */
+export const MAX_ERROR_TEXT = 512;
+
+/**
+ * `text` cut to MAX_ERROR_TEXT characters (never inside a surrogate pair):
+ * error messages quote input, and an unbounded one breaks HTTP/2 frames.
+ */
+export function clip(text: string, max = MAX_ERROR_TEXT): string {
+  if (text.length <= max) return text;
+  const end = /[\uD800-\uDBFF]/.test(text[max - 1] ?? "") ? max - 1 : max;
+  return `${text.slice(0, end)}…`;
+}
+
 export interface FieldViolation {
   field: string;
   description: string;
@@ -18,7 +31,8 @@ export function invalidArgument(field: string, description: string): ConnectErro
 }
 
 /** INVALID_ARGUMENT with one BadRequest violation per field; the message names the first. */
-export function invalidArguments(violations: FieldViolation[]): ConnectError {
+export function invalidArguments(given: FieldViolation[]): ConnectError {
+  const violations = given.map((v) => ({ field: clip(v.field), description: clip(v.description) }));
   const first = violations[0] ?? { field: "request", description: "is invalid" };
   return new ConnectError(`Invalid argument: ${first.field}: ${first.description}`, Code.InvalidArgument, undefined, [
     { desc: BadRequestSchema, value: create(BadRequestSchema, { fieldViolations: violations }) },
@@ -26,7 +40,8 @@ export function invalidArguments(violations: FieldViolation[]): ConnectError {
 }
 
 /** FAILED_PRECONDITION with a PreconditionFailure violation of `type` (e.g. RESOURCE_NOT_EMPTY). */
-export function failedPrecondition(type: string, description: string, subject = ""): ConnectError {
+export function failedPrecondition(type: string, given: string, subject = ""): ConnectError {
+  const description = clip(given);
   return new ConnectError(`Precondition failed: ${description}`, Code.FailedPrecondition, undefined, [
     {
       desc: PreconditionFailureSchema,
@@ -36,7 +51,8 @@ export function failedPrecondition(type: string, description: string, subject = 
 }
 
 /** NOT_FOUND naming the resource type and uid that was looked for. */
-export function notFound(resourceType: string, resourceName: string): ConnectError {
+export function notFound(resourceType: string, name: string): ConnectError {
+  const resourceName = clip(name);
   return new ConnectError(`Not found: ${resourceType} ${resourceName}`, Code.NotFound, undefined, [
     {
       desc: ResourceInfoSchema,
@@ -46,7 +62,9 @@ export function notFound(resourceType: string, resourceName: string): ConnectErr
 }
 
 /** ALREADY_EXISTS when a unique name collides. */
-export function alreadyExists(resourceType: string, resourceName: string, description: string): ConnectError {
+export function alreadyExists(resourceType: string, name: string, given: string): ConnectError {
+  const resourceName = clip(name);
+  const description = clip(given);
   return new ConnectError(`Already exists: ${description}`, Code.AlreadyExists, undefined, [
     { desc: ResourceInfoSchema, value: create(ResourceInfoSchema, { resourceType, resourceName, description }) },
   ]);
@@ -54,7 +72,7 @@ export function alreadyExists(resourceType: string, resourceName: string, descri
 
 /** OUT_OF_RANGE: the request is valid but asks for more than the service gives (e.g. an unpaged v1 List over its cap). */
 export function outOfRange(description: string): ConnectError {
-  return new ConnectError(`Out of range: ${description}`, Code.OutOfRange);
+  return new ConnectError(`Out of range: ${clip(description)}`, Code.OutOfRange);
 }
 
 /**
@@ -64,15 +82,15 @@ export function outOfRange(description: string): ConnectError {
  */
 export function permissionDenied(description: string, reason?: string): ConnectError {
   const details = reason ? [{ desc: ErrorInfoSchema, value: create(ErrorInfoSchema, { reason, domain: "" }) }] : undefined;
-  return new ConnectError(`Permission denied: ${description}`, Code.PermissionDenied, undefined, details);
+  return new ConnectError(`Permission denied: ${clip(description)}`, Code.PermissionDenied, undefined, details);
 }
 
 export function unauthenticated(description: string): ConnectError {
-  return new ConnectError(`Unauthenticated: ${description}`, Code.Unauthenticated);
+  return new ConnectError(`Unauthenticated: ${clip(description)}`, Code.Unauthenticated);
 }
 
 export function unimplemented(description: string): ConnectError {
-  return new ConnectError(`Unimplemented: ${description}`, Code.Unimplemented);
+  return new ConnectError(`Unimplemented: ${clip(description)}`, Code.Unimplemented);
 }
 
 /** INTERNAL without leaking the cause to the caller; the cause is kept for the log. */

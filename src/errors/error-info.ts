@@ -1,8 +1,7 @@
 import { create } from "@bufbuild/protobuf";
-import { ConnectError, type Interceptor } from "@connectrpc/connect";
+import type { ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { codeName } from "./status.js";
-import { toConnectError } from "./constructors.js";
 
 const ERROR_INFO_TYPE = ErrorInfoSchema.typeName;
 
@@ -32,19 +31,4 @@ export function withErrorInfo(err: ConnectError, domain: string): ConnectError {
     });
   }
   return err;
-}
-
-/**
- * Every error leaving an RPC carries ErrorInfo; anything that is not a
- * ConnectError is an internal error whose cause goes to `onInternal` (the log)
- * and never to the caller.
- */
-export function errorInfoInterceptor(serviceDomain: string, onInternal: (cause: unknown) => void): Interceptor {
-  return (next) => async (req) => {
-    try {
-      return await next(req);
-    } catch (e) {
-      throw withErrorInfo(toConnectError(e, onInternal), errorDomainForService(req.service.typeName, serviceDomain));
-    }
-  };
 }

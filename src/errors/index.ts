@@ -13,7 +13,9 @@ export {
   unimplemented,
   internalError,
   toConnectError,
+  clip,
+  MAX_ERROR_TEXT,
   type FieldViolation,
 } from "./constructors.js";
-export { withErrorInfo, errorDomainForService, errorInfoInterceptor } from "./error-info.js";
+export { withErrorInfo, errorDomainForService } from "./error-info.js";
 export { toStatus, toStatusJson, httpStatusFromCode, codeName } from "./status.js";

@@ -3,9 +3,9 @@ import * as http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { createRouterTransport, type ServiceImpl } from "@connectrpc/connect";
+import { createHandlerContext, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
-import { errorInfoInterceptor, invalidArgument, notFound } from "../errors/index.js";
+import { invalidArgument, notFound } from "../errors/index.js";
 import {
   GroupSchema,
   GroupsService,
@@ -99,12 +99,14 @@ const store = new Map<string, Group>();
 const seen: Seen = { calls: [], authorization: [], requestIds: [], internalErrors: [] };
 
 function makeHandler(options: Partial<RestHandlerOptions> = {}): RestHandler {
-  const transport = createRouterTransport((router) => router.service(GroupsService, fakeGroups(store, seen)), {
-    router: { interceptors: [errorInfoInterceptor("localhost", () => {})] },
-  });
+  const impl = fakeGroups(store, seen) as unknown as Record<string, (req: unknown, ctx: HandlerContext) => unknown>;
   return createRestHandler({
     services: [GroupsService],
-    transport,
+    // As the server does: the implementation is called directly with the bound message.
+    invoke: async (method, message, header, requestMethod, url, clientGone) => {
+      const context = createHandlerContext({ service: GroupsService, method, protocolName: "rest", requestMethod, url, requestHeader: header, requestSignal: clientGone.signal });
+      return create(method.output, (await impl[method.localName]!(message, context)) as never);
+    },
     serviceDomain: "localhost",
     onInternalError: (e) => seen.internalErrors.push(e),
     ...options,

@@ -1,7 +1,7 @@
 import type * as http from "node:http";
 import type * as http2 from "node:http2";
-import { createRegistry, type DescFile, type DescService, type Registry } from "@bufbuild/protobuf";
-import { Code, ConnectError, type Transport } from "@connectrpc/connect";
+import { createRegistry, type DescFile, type DescMethodUnary, type DescService, type Message, type Registry } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { invalidArgument, unimplemented } from "../errors/index.js";
 import { BodyReadError, BodyTooLargeError, DEFAULT_MAX_BODY_BYTES, readBody } from "./body.js";
 import { FieldLookup } from "./field-lookup.js";
@@ -13,8 +13,12 @@ import { RouteTable } from "./route-table.js";
 export interface RestHandlerOptions {
   /** Every service whose methods may carry google.api.http rules. */
   services: DescService[];
-  /** In-process Connect transport reaching the implementations; interceptors (auth, ErrorInfo) live there. */
-  transport: Transport;
+  /**
+   * Calls a method with the message bound from the request: the same
+   * authentication, checks, authorization and error shaping as every other
+   * protocol (src/server/call-pipeline.ts), then the implementation itself.
+   */
+  invoke: RestInvoke;
   /** REST-level errors get ErrorInfo domain `<area>.<serviceDomain>`, area being the first path segment. */
   serviceDomain: string;
   /** Default 1 MiB. */
@@ -29,6 +33,42 @@ export interface RestHandlerOptions {
  * the transcoder only ever calls `end`.
  */
 export type RestResponse = Omit<http.ServerResponse, "write"> | Omit<http2.Http2ServerResponse, "write">;
+
+export type RestInvoke = (
+  method: DescMethodUnary,
+  message: Message,
+  header: Headers,
+  requestMethod: string,
+  url: string,
+  clientGone: ClientGone,
+) => Promise<Message>;
+
+/**
+ * Whether the HTTP client went away before its response. The AbortSignal is
+ * made only when an implementation asks for it: a call that nobody aborts
+ * (almost every one) costs no AbortController.
+ */
+export class ClientGone {
+  private controller: AbortController | undefined;
+  private fired = false;
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.fired) this.controller.abort();
+    }
+    return this.controller.signal;
+  }
+
+  get gone(): boolean {
+    return this.fired;
+  }
+
+  fire(): void {
+    this.fired = true;
+    this.controller?.abort();
+  }
+}
 
 export type RestHandler = (req: http.IncomingMessage | http2.Http2ServerRequest, res: RestResponse) => Promise<void>;
 
@@ -76,10 +116,9 @@ export function createRestHandler(opts: RestHandlerOptions): RestHandler {
     }
 
     const route = match.route;
-    // Abort the call when the client goes away before the response is written.
-    const abort = new AbortController();
+    const clientGone = new ClientGone();
     const onClose = (): void => {
-      if (!res.writableEnded) abort.abort();
+      if (!res.writableEnded) clientGone.fire();
     };
     res.once("close", onClose);
     try {
@@ -89,10 +128,11 @@ export function createRestHandler(opts: RestHandlerOptions): RestHandler {
         if (body === undefined) return; // client gone mid-body
       }
       const input = binder.bind({ route, captures: match.captures, query, body });
-      const response = await opts.transport.unary(route.method, abort.signal, undefined, forwardedHeaders(req), input);
-      sendJson(sink, 200, renderer.render(route.method.output, response.message, route.responseBody));
+      const output = await opts.invoke(route.method, input, forwardedHeaders(req), httpMethod, url, clientGone);
+      if (clientGone.gone) return; // nobody is listening any more
+      sendJson(sink, 200, renderer.render(route.method.output, output, route.responseBody));
     } catch (e) {
-      if (abort.signal.aborted) return; // nobody is listening any more
+      if (clientGone.gone) return;
       sendError(sink, e, { domain: route.errorDomain, onInternalError });
     } finally {
       res.off("close", onClose);

@@ -1,22 +1,22 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { createRouterTransport, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { ConnectRouter } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import { OidcIssuers, SigningKeys, TokenService, authenticationInterceptor, bootstrapAdminToken, writeAdminToken, type MintedToken } from "../auth/index.js";
+import { OidcIssuers, SigningKeys, TokenService, bootstrapAdminToken, writeAdminToken, type MintedToken } from "../auth/index.js";
 import { loginRoutes } from "../auth/login/index.js";
-import { GRANTS_CHANGED_CHANNEL, Grants, GrantsCache, authorizationInterceptor } from "../authz/index.js";
+import { Authorizer, GRANTS_CHANGED_CHANNEL, Grants, GrantsCache } from "../authz/index.js";
 import { SecretBox, ensurePrivateDir, loadMasterKey } from "../crypto/index.js";
 import { openDatabase, type DatabaseHandle } from "../db/index.js";
 import { Egress } from "../egress/index.js";
-import { errorInfoInterceptor } from "../errors/index.js";
 import { ListEngine } from "../list/index.js";
 import { createRestHandler } from "../rest/index.js";
-import { API_SERVICES, requestCheckInterceptor, type ServiceContext } from "../services/index.js";
+import { API_SERVICES, type ServiceContext } from "../services/index.js";
 import { registerHealth, registerReflection } from "../services/grpc/index.js";
 import { sealPlaintextClientSecrets } from "../services/iam/identity-provider-secret.js";
 import { resolveUrls, type Config, type ResolvedUrls } from "./config.js";
+import { CallPipeline } from "./call-pipeline.js";
 import { bind, type RequestHandler } from "./listener.js";
+import { rpcHandler } from "./rpc-handler.js";
 import { plainRoutes } from "./plain-routes.js";
 
 /** Requests and messages over 1 MiB are refused on every protocol. */
@@ -94,24 +94,28 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   );
 
   const descriptors = API_SERVICES.map((s) => s.service);
+  // Built once: the Connect router registers them, REST calls them directly.
   const implementations = API_SERVICES.map((s) => s.implement(ctx));
-  const apiRoutes = (router: ConnectRouter) => implementations.forEach((register) => register(router));
   const routes = (router: ConnectRouter) => {
-    apiRoutes(router);
+    for (const bound of implementations) bound.register(router);
     registerReflection(router, descriptors);
     registerHealth(router, { status: async () => ((await ready()) ? "SERVING" : "NOT_SERVING") }, descriptors.map((s) => s.typeName), shutdown.signal);
   };
-  const interceptors: Interceptor[] = [
-    errorInfoInterceptor(urls.serviceDomain, (cause) => log.error({ err: cause }, "internal error")),
-    authenticationInterceptor(tokens, () => [urls.baseUrl, urls.registryAudience]),
-    requestCheckInterceptor(),
-    authorizationInterceptor({ db: database.db, grants: grantsCache, registryAudience: urls.registryAudience, orgCreation: config.orgCreation }),
-  ];
-  const routerOptions = { interceptors, readMaxBytes: MAX_MESSAGE_BYTES, writeMaxBytes: 16 * MAX_MESSAGE_BYTES };
+  const pipeline = new CallPipeline(
+    {
+      tokens,
+      audiences: [urls.baseUrl, urls.registryAudience],
+      authorizer: new Authorizer({ db: database.db, grants: grantsCache, registryAudience: urls.registryAudience, orgCreation: config.orgCreation }),
+      serviceDomain: urls.serviceDomain,
+      onInternalError: (cause) => log.error({ err: cause }, "internal error"),
+    },
+    implementations,
+  );
+  const routerOptions = { interceptors: [pipeline.interceptor()], readMaxBytes: MAX_MESSAGE_BYTES, writeMaxBytes: 16 * MAX_MESSAGE_BYTES };
 
   const rest = createRestHandler({
     services: descriptors,
-    transport: createRouterTransport(apiRoutes, { router: routerOptions }),
+    invoke: (method, message, header, requestMethod, url, clientGone) => pipeline.call(method, message, header, requestMethod, url, clientGone),
     serviceDomain: urls.serviceDomain,
     maxBodyBytes: MAX_MESSAGE_BYTES,
     onInternalError: (cause) => log.error({ err: cause }, "internal error in REST layer"),
@@ -147,10 +151,11 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       log,
     }),
   });
-  const rpc = connectNodeAdapter({
+  const rpc = rpcHandler({
     routes,
     ...routerOptions,
     fallback: (req, res) => void rest(req, res).catch((e: unknown) => log.error({ err: e }, "REST handler failed")),
+    onError: (e) => log.error({ err: e }, "RPC handler failed"),
   });
   const handler: RequestHandler = (req, res) => {
     const served = plain(req, res);

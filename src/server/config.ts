@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import type { OrgCreationPolicy } from "../authz/authorization-interceptor.js";
+import type { OrgCreationPolicy } from "../authz/authorizer.js";
 import { decodeMasterKey } from "../crypto/index.js";
 
 /** Everything the server reads from its environment (README: Configuration). */

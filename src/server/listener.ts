@@ -92,8 +92,12 @@ export async function bind(opts: ListenOptions): Promise<Listener> {
         res.once("close", () => {
           inflight--;
           if (inflight === 0) for (const done of idleWaiters.splice(0)) done();
+
         });
-        if (draining && "setHeader" in res && req.httpVersionMajor === 1) res.setHeader("connection", "close");
+        if (req.httpVersionMajor === 1) {
+          if (draining) res.setHeader("connection", "close");
+          else closeIfAnsweredEarly(req as http.IncomingMessage, res as http.ServerResponse);
+        }
         inner(req, res);
       };
       const { headersMs, requestMs, idleMs } = opts.timeouts;
@@ -158,6 +162,22 @@ export async function bind(opts: ListenOptions): Promise<Listener> {
       await closed;
     },
   };
+}
+
+/**
+ * An HTTP/1.1 response that starts before its request's body has arrived
+ * in full (too large, refused early) ends the connection: the handler may
+ * stop reading, and the unread rest of the body must not be taken for the
+ * next request on it.
+ */
+function closeIfAnsweredEarly(req: http.IncomingMessage, res: http.ServerResponse): void {
+  const length = req.headers["content-length"];
+  if (req.headers["transfer-encoding"] === undefined && (length === undefined || length === "0")) return; // no body
+  const writeHead = res.writeHead;
+  res.writeHead = function (this: http.ServerResponse, ...args: Parameters<typeof writeHead>) {
+    if (!req.complete && !this.headersSent) this.setHeader("connection", "close");
+    return writeHead.apply(this, args);
+  } as typeof writeHead;
 }
 
 function trackSession(sessions: Set<http2.ServerHttp2Session>, session: http2.ServerHttp2Session): void {

@@ -22,8 +22,8 @@ import { identityProvidersService } from "./iam/identity-providers.js";
 import { V1_API_SERVICES } from "./v1/index.js";
 
 export type { ServiceContext } from "./context.js";
-export type { ApiService } from "./api-service.js";
-export { requestCheckInterceptor, checkText } from "./request-check.js";
+export type { ApiService, BoundService } from "./api-service.js";
+export { checkRequest, checkText } from "./request-check.js";
 
 /** Every API service the server exposes, in the order reflection lists them. */
 export const API_SERVICES: ApiService[] = [

@@ -1,5 +1,4 @@
 import { getOption, type DescField, type DescMessage, type DescMethod } from "@bufbuild/protobuf";
-import type { Interceptor } from "@connectrpc/connect";
 import { isAnyUid, UID_SHAPES, type UidKind } from "../db/index.js";
 import { invalidArgument } from "../errors/index.js";
 import { FieldBehavior, field_behavior } from "../../gen/google/api/field_behavior_pb.js";
@@ -59,6 +58,33 @@ function checkUid(value: string, kind: UidKind | "any", field: string): void {
 }
 
 const MAX_DEPTH = 32;
+
+// google.protobuf.Timestamp and Duration: the ranges their definitions allow
+// (years 0001 to 9999; ±10,000 years), so no conversion downstream overflows.
+const MIN_TIMESTAMP_SECONDS = -62_135_596_800n;
+const MAX_TIMESTAMP_SECONDS = 253_402_300_799n;
+const MAX_DURATION_SECONDS = 315_576_000_000n;
+const MAX_NANOS = 999_999_999;
+
+function checkTime(typeName: string, value: unknown, path: string): void {
+  const { seconds, nanos } = value as { seconds?: bigint; nanos?: number };
+  if (typeof seconds !== "bigint" || typeof nanos !== "number") return;
+  if (typeName === "google.protobuf.Timestamp") {
+    if (seconds < MIN_TIMESTAMP_SECONDS || seconds > MAX_TIMESTAMP_SECONDS || nanos < 0 || nanos > MAX_NANOS) {
+      throw invalidArgument(path, "must be a time from 0001-01-01T00:00:00Z to 9999-12-31T23:59:59.999999999Z");
+    }
+  } else if (
+    seconds < -MAX_DURATION_SECONDS ||
+    seconds > MAX_DURATION_SECONDS ||
+    Math.abs(nanos) > MAX_NANOS ||
+    (seconds > 0n && nanos < 0) ||
+    (seconds < 0n && nanos > 0)
+  ) {
+    throw invalidArgument(path, "must be a duration of at most ±315576000000s");
+  }
+}
+
+const TIME_TYPES = new Set(["google.protobuf.Timestamp", "google.protobuf.Duration"]);
 const JSON_TYPES = new Set(["google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"]);
 
 function checkJson(value: unknown, path: string, depth: number): void {
@@ -102,6 +128,7 @@ function checkString(walk: Walk, desc: DescMessage, field: DescField, value: unk
 function checkValue(walk: Walk, desc: DescMessage, field: DescField, value: unknown, path: string, depth: number): void {
   const nested = field.message;
   if (nested && JSON_TYPES.has(nested.typeName)) checkJson(value, path, depth + 1);
+  else if (nested && TIME_TYPES.has(nested.typeName)) checkTime(nested.typeName, value, path);
   else if (nested) {
     if (value !== null && typeof value === "object") walkMessage(walk, nested, value as Record<string, unknown>, path, depth + 1);
   } else checkString(walk, desc, field, value, path, depth);
@@ -137,12 +164,4 @@ function walkMessage(walk: Walk, desc: DescMessage, message: Record<string, unkn
 /** Checks every string of a request (recursively); throws INVALID_ARGUMENT naming the first bad field. */
 export function checkRequest(method: DescMethod, message: Record<string, unknown>): void {
   walkMessage({ creating: /^(Batch)?Create/.test(method.name) }, method.input, message, "", 0);
-}
-
-/** The interceptor form: every request message of every API method is checked before anything else reads it. */
-export function requestCheckInterceptor(): Interceptor {
-  return (next) => async (req) => {
-    if (!req.stream) checkRequest(req.method, req.message as unknown as Record<string, unknown>);
-    return next(req);
-  };
 }

@@ -1,6 +1,6 @@
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import type { FieldMask } from "@bufbuild/protobuf/wkt";
-import { eq } from "drizzle-orm";
+import { eq, getTableName, sql } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
 import { isForeignKeyViolation, isUniqueViolation, type Database, type Executor, type Transaction } from "../db/index.js";
 import { alreadyExists, invalidArgument, notFound } from "../errors/index.js";
@@ -37,6 +37,8 @@ export function requireField(value: string, field: string): string {
 export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
   private readonly hasCreateTime: boolean;
   private readonly hasUpdateTime: boolean;
+  /** Get by uid, the hottest statement: its SQL is built once, not per request. */
+  private readonly getByUid: { execute(values: { uid: string }): Promise<unknown[]> };
 
   constructor(
     private readonly db: Database,
@@ -46,6 +48,11 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
     // Tables name their timestamps createTime/updateTime; the store keeps them.
     this.hasCreateTime = "createTime" in mapping.table;
     this.hasUpdateTime = "updateTime" in mapping.table;
+    this.getByUid = db
+      .select()
+      .from(mapping.table as PgTable)
+      .where(eq(mapping.uid, sql.placeholder("uid")))
+      .prepare(`get_${getTableName(mapping.table)}`);
   }
 
   private stamps(creating: boolean): Record<string, Date> {
@@ -66,7 +73,9 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
   }
 
   async get(uid: string, field = "uid"): Promise<MessageShape<Desc>> {
-    return this.mapping.toMessage(await this.row(this.db, requireField(uid, field)));
+    const [row] = await this.getByUid.execute({ uid: requireField(uid, field) });
+    if (!row) throw notFound(this.mapping.kind, uid);
+    return this.mapping.toMessage(row as T["$inferSelect"]);
   }
 
   /** Validates and inserts; `extra` supplies uid, parent and output-only columns. */

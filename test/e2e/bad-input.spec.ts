@@ -75,16 +75,17 @@ describe.each<Protocol>(["grpc", "connect", "grpc-web"])("NUL and odd uids over 
   it("refuses them with INVALID_ARGUMENT naming the field", async () => {
     const groups = connectClient(GroupsService, server.url, server.token, protocol);
     const roles = connectClient(RolesService, server.url, server.token, protocol);
-    const cases: [string, Promise<unknown>, string][] = [
-      ["get NUL", groups.getGroup({ uid: `${org}\u0000` }), "uid"],
-      ["list name NUL", groups.listGroups({ name: "a\u0000" }), "name"],
-      ["list scope NUL", groups.listGroups({ uidp: { descendantsOf: "\u0000" } }), "uidp.descendants_of"],
-      ["update NUL", groups.updateGroup({ group: { uid: org, description: "a\u0000b" } }), "description"],
-      ["role NUL", roles.getRole({ uid: "\u0000" }), "uid"],
-      ["role odd", roles.getRole({ uid: "../owner" }), "uid"],
+    // Each call starts only when its turn comes (a rejection nobody awaits yet is unhandled).
+    const cases: [string, () => Promise<unknown>, string][] = [
+      ["get NUL", () => groups.getGroup({ uid: `${org}\u0000` }), "uid"],
+      ["list name NUL", () => groups.listGroups({ name: "a\u0000" }), "name"],
+      ["list scope NUL", () => groups.listGroups({ uidp: { descendantsOf: "\u0000" } }), "uidp.descendants_of"],
+      ["update NUL", () => groups.updateGroup({ group: { uid: org, description: "a\u0000b" } }), "description"],
+      ["role NUL", () => roles.getRole({ uid: "\u0000" }), "uid"],
+      ["role odd", () => roles.getRole({ uid: "../owner" }), "uid"],
     ];
     for (const [label, call, field] of cases) {
-      const err = await failure(call);
+      const err = await failure(call());
       expect(err?.code, label).toBe(Code.InvalidArgument);
       expect(err?.findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.field, label).toBe(field);
     }

@@ -222,7 +222,10 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
         return devPage(res, 200, pending, { username: "", invite: url.searchParams.get("invite") ?? pending.invite });
       }
       const form = await readForm(req);
-      if (!form) return sendPage(res, 413, errorPage(REFUSED, "The form is too large."));
+      if (!form) {
+        // The rest of the upload is never read: an HTTP/1.1 connection cannot carry another request.
+        return send(res, 413, req.httpVersionMajor === 1 ? { connection: "close" } : {}, errorPage(REFUSED, "The form is too large."));
+      }
       const pending = await states.read(req.headers["cookie"], form.get("login") ?? "");
       if (!pending || !sameSecret(form.get("csrf") ?? "", pending.csrf)) return notThisBrowser(res);
       const username = (form.get("username") ?? "").trim();

@@ -1,5 +1,5 @@
-import { getOption, type DescMethod } from "@bufbuild/protobuf";
-import { createContextKey, type Interceptor } from "@connectrpc/connect";
+import { getOption, type DescMethod, type DescService } from "@bufbuild/protobuf";
+import { createContextKey, type ContextValues } from "@connectrpc/connect";
 import {
   Authorization_ResourceKind,
   Authorization_Scope,
@@ -61,32 +61,45 @@ const ORG_FOUNDERS: Record<OrgCreationPolicy, string> = {
   anyone: "anyone",
 };
 
+/** What authorization looks at: the same for an RPC interceptor and for the REST entry point. */
+export interface AuthorizedCall {
+  service: DescService;
+  method: DescMethod;
+  message: unknown;
+  values: ContextValues;
+}
+
 /**
  * The one authorization check (DESIGN §5): each method's declared capability
  * must be held where the declaration says, on every protocol. A method
- * without a declaration fails closed.
+ * without a declaration fails closed. `authorize` is a plain function of the
+ * call, so the Connect interceptor and the REST entry point run the same code.
  */
-export function authorizationInterceptor(opts: AuthorizationOptions): Interceptor {
-  const declarations = new Map<string, Authorization | undefined>();
-  return (next) => async (req) => {
-    const service = req.service.typeName;
-    if (isPublicService(service)) return next(req);
-    const principal = req.contextValues.get(principalKey);
+export class Authorizer {
+  private readonly declarations = new Map<DescMethod, Authorization | undefined>();
+
+  constructor(private readonly opts: AuthorizationOptions) {}
+
+  /** Checks `call`, records the caller's grants in its context values, then runs `invoke`. */
+  async authorize<T>(call: AuthorizedCall, invoke: () => Promise<T>): Promise<T> {
+    const opts = this.opts;
+    const service = call.service.typeName;
+    if (isPublicService(service)) return invoke();
+    const principal = call.values.get(principalKey);
     if (!principal) throw unauthenticated("missing credentials");
     if (principal.audience === opts.registryAudience && !service.startsWith("platform.registry.")) {
       throw unauthenticated("a registry token is valid only for the registry API");
     }
-    const key = `${service}/${req.method.name}`;
-    if (!declarations.has(key)) declarations.set(key, declaredAuthorization(req.method));
-    const decl = declarations.get(key);
-    if (!decl) throw permissionDenied(`${req.method.name} declares no authorization`);
+    if (!this.declarations.has(call.method)) this.declarations.set(call.method, declaredAuthorization(call.method));
+    const decl = this.declarations.get(call.method);
+    if (!decl) throw permissionDenied(`${call.method.name} declares no authorization`);
 
     const grants = await opts.grants.get(principal.identityUid);
     if (!grants.identity.exists) throw unauthenticated("the identity this token was issued to no longer exists");
     const denied = () => permissionDenied(`the caller lacks ${decl.capability} here`);
     switch (decl.scope) {
       case Authorization_Scope.RESOURCE: {
-        const uid = readPath(req.message, decl.resourceField);
+        const uid = readPath(call.message, decl.resourceField);
         if (!uid) {
           if (!decl.emptyMeansNewRoot) throw invalidArgument(decl.resourceField, "is required");
           if (!mayFoundOrganization(grants, opts.orgCreation)) {
@@ -108,7 +121,7 @@ export function authorizationInterceptor(opts: AuthorizationOptions): Intercepto
         break;
       }
       case Authorization_Scope.LIST:
-        req.contextValues.set(listVisibilityKey, grants.visibility(decl.capability));
+        call.values.set(listVisibilityKey, grants.visibility(decl.capability));
         break;
       case Authorization_Scope.ANY:
         if (!grants.holdsAnywhere(decl.capability)) throw denied();
@@ -117,16 +130,16 @@ export function authorizationInterceptor(opts: AuthorizationOptions): Intercepto
         if (!grants.holdsAtRoot(decl.capability)) throw denied();
         break;
       default:
-        throw permissionDenied(`${req.method.name} declares an unknown scope`);
+        throw permissionDenied(`${call.method.name} declares an unknown scope`);
     }
-    req.contextValues.set(grantsKey, grants);
-    if (decl.scope === Authorization_Scope.LIST || decl.capability.endsWith(".list")) return next(req);
+    call.values.set(grantsKey, grants);
+    if (decl.scope === Authorization_Scope.LIST || decl.capability.endsWith(".list")) return invoke();
     // A write may have changed grants: clear this replica's cache once it is
     // committed (other replicas hear of it through NOTIFY).
     try {
-      return await next(req);
+      return await invoke();
     } finally {
       opts.grants.invalidate();
     }
-  };
+  }
 }

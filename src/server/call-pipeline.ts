@@ -1,0 +1,118 @@
+import { create, isMessage, type DescMethod, type DescMethodUnary, type DescService, type Message } from "@bufbuild/protobuf";
+import { createContextValues, type ContextValues, type HandlerContext, type Interceptor } from "@connectrpc/connect";
+import { authenticate, isPublicService, type TokenService } from "../auth/index.js";
+import type { Authorizer } from "../authz/index.js";
+import { errorDomainForService, toConnectError, withErrorInfo } from "../errors/index.js";
+import { checkRequest } from "../services/request-check.js";
+import type { ClientGone } from "../rest/index.js";
+import type { BoundService } from "../services/index.js";
+
+/** One call, as every entry point sees it. `message` is undefined for streaming requests. */
+export interface PipelineCall {
+  service: DescService;
+  method: DescMethod;
+  message: unknown;
+  header: Headers;
+  values: ContextValues;
+}
+
+export interface CallPipelineOptions {
+  tokens: TokenService;
+  /** Audiences an API token may carry (the API base URL and the registry audience). */
+  audiences: string[];
+  authorizer: Authorizer;
+  /** ErrorInfo domains are `<area>.<serviceDomain>`. */
+  serviceDomain: string;
+  /** Causes of INTERNAL errors, for the log. */
+  onInternalError: (cause: unknown) => void;
+}
+
+type UnaryFn = (request: Message, context: HandlerContext) => unknown;
+
+const noTimeout = () => undefined;
+
+/**
+ * The path every API call takes, whichever protocol it came by
+ * (docs/architecture.md): authentication, the request check, authorization,
+ * the implementation, and error shaping — each one function, shared by the
+ * Connect interceptor (gRPC, gRPC-Web, Connect) and the REST entry point, so
+ * no protocol can skip a step.
+ */
+export class CallPipeline {
+  private readonly domains = new Map<DescService, string>();
+  private readonly unary = new Map<DescMethod, UnaryFn>();
+
+  constructor(
+    private readonly opts: CallPipelineOptions,
+    services: readonly BoundService[],
+  ) {
+    for (const { service, impl } of services) {
+      for (const method of service.methods) {
+        const fn = (impl as Record<string, unknown>)[method.localName];
+        if (method.methodKind === "unary" && typeof fn === "function") this.unary.set(method, fn.bind(impl) as UnaryFn);
+      }
+    }
+  }
+
+  /** Runs `invoke` for `call` behind every check; anything thrown leaves as a ConnectError with ErrorInfo. */
+  async run<T>(call: PipelineCall, invoke: () => Promise<T>): Promise<T> {
+    try {
+      if (!isPublicService(call.service.typeName)) {
+        await authenticate(this.opts.tokens, this.opts.audiences, call.header.get("authorization"), call.values);
+        if (call.message !== undefined) checkRequest(call.method, call.message as Record<string, unknown>);
+      }
+      return await this.opts.authorizer.authorize(call, invoke);
+    } catch (e) {
+      throw withErrorInfo(toConnectError(e, this.opts.onInternalError), this.domainOf(call.service));
+    }
+  }
+
+  /** The pipeline for the Connect router (gRPC, gRPC-Web, Connect). */
+  interceptor(): Interceptor {
+    return (next) => (req) =>
+      this.run(
+        { service: req.service, method: req.method, message: req.stream ? undefined : req.message, header: req.header, values: req.contextValues },
+        () => next(req),
+      );
+  }
+
+  /**
+   * Calls a unary method's implementation directly with a message already
+   * bound (REST): no second router, no serialisation round trip.
+   */
+  async call(method: DescMethodUnary, message: Message, header: Headers, requestMethod: string, url: string, clientGone: ClientGone): Promise<Message> {
+    const fn = this.unary.get(method);
+    const values = createContextValues();
+    const service = method.parent;
+    const result = await this.run({ service, method, message, header, values }, async () => {
+      if (!fn) throw new Error(`${service.typeName}/${method.name} has no implementation`);
+      const context: HandlerContext = {
+        method,
+        service,
+        // Made on first use only (see ClientGone).
+        get signal() {
+          return clientGone.signal;
+        },
+        timeoutMs: noTimeout,
+        requestMethod,
+        requestHeader: header,
+        responseHeader: new Headers(),
+        responseTrailer: new Headers(),
+        protocolName: "rest",
+        values,
+        url,
+      };
+      return fn(message, context);
+    });
+    return isMessage(result, method.output) ? result : create(method.output, result as never);
+  }
+
+  private domainOf(service: DescService): string {
+    let domain = this.domains.get(service);
+    if (domain === undefined) {
+      domain = errorDomainForService(service.typeName, this.opts.serviceDomain);
+      this.domains.set(service, domain);
+    }
+    return domain;
+  }
+}
