@@ -1,98 +1,416 @@
-// npm run bench: time from `npm start` to ready, and GetGroup throughput
-// over REST and Connect against a real server process on loopback.
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
+// npm run bench: the service against hand-written floors, on the same data, in one run.
+//
+//   PostgreSQL (fresh database): 10,000 children of one organization (+ ~3,000
+//   other groups), inserted with SQL. Measures
+//     floor (node:http + postgres.js): GetGroup, list page + count, INSERT
+//     bare Connect handler:            GetGroup over Connect JSON and gRPC
+//     the service:                     GetGroup over REST, Connect JSON, gRPC;
+//                                      ListGroups (REST); CreateGroup (REST)
+//   and checks the ratios/targets. Then the service's figures again on PGlite.
+//
+// Env: BENCH_SECONDS (10), BENCH_CONNECTIONS (32), BENCH_QUICK=1 (2 s runs),
+// BENCH_CPU_PROF=1 (profile the service; BENCH_CPU_PROF_DIR to choose where),
+// BENCH_PG_URL (the server the bench creates its database on).
+// Exits non-zero only when the bench itself breaks; a missed target is reported, not fatal.
+import { randomBytes } from "node:crypto";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import autocannon from "autocannon";
+import { ADMIN_PG_URL, createDatabase, planGroups, seedPglite, seedPostgres, type GroupPlan, type TempDatabase } from "./fixtures.js";
+import { runGrpcLoad } from "./grpc-load.js";
+import { httpLoad, type HttpLoad } from "./http-load.js";
+import { killAll, readMemory, RssSampler, startNode, stopProcess, type Started } from "./processes.js";
+import { formatProfile, summariseProfiles, threadOf } from "./profile-summary.js";
+import { describe, markdownTables, ratio, verdict, type Check, type Figures, type Row } from "./report.js";
 
-const DURATION_S = Number(process.env["BENCH_SECONDS"] ?? 10);
+const QUICK = process.env["BENCH_QUICK"] === "1";
+const SECONDS = QUICK ? 2 : Number(process.env["BENCH_SECONDS"] ?? 10);
+// Every measured run gets its own warm-up: JIT, pool connections, plan caches.
+const WARMUP_SECONDS = QUICK ? 1 : Math.min(3, SECONDS);
 const CONNECTIONS = Number(process.env["BENCH_CONNECTIONS"] ?? 32);
+// The gRPC runs keep the same concurrency as the HTTP/1.1 ones: in-flight calls on one h2 session.
+const GRPC_STREAMS = CONNECTIONS;
+const CREATE_CLIENTS = 16;
+const CHILDREN = 10_000;
+const CPU_PROF = process.env["BENCH_CPU_PROF"] === "1";
+const RSS_TARGET_MIB = 250;
 
-interface Started {
-  child: ChildProcess;
-  port: number;
-  readyMs: number;
+const cleanups: (() => Promise<unknown>)[] = [];
+const log = (line = ""): void => console.log(line);
+
+interface Service {
+  started: Started;
+  pid: number;
+  base: string;
+  headers: Record<string, string>;
+  profileDir: string | undefined;
 }
 
-async function startServer(dataDir: string): Promise<Started> {
+async function startService(name: string, env: Record<string, string>, profileDir?: string): Promise<Service> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, ["--import", "tsx", "src/server/main.ts"], {
-    env: { ...process.env, PORT: "0", PLATFORM_DATA_DIR: dataDir, LOG_LEVEL: "info" },
-    stdio: ["ignore", "pipe", "inherit"],
+  const started = await startNode({
+    name,
+    args: [...(profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), "--import", "tsx", "src/server/main.ts"],
+    // info: the startup line carries the port (PORT=0 picks a free one).
+    env: { PORT: "0", LOG_LEVEL: "info", ...env },
+    ready: /"port":(\d+)/,
+    timeoutMs: 120_000,
   });
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = "";
-    const timer = setTimeout(() => reject(new Error("server did not start within 60 s")), 60_000);
-    child.stdout!.on("data", (c: Buffer) => {
-      out += c.toString();
-      const m = /"port":(\d+)/.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(Number(m[1]));
-      }
-    });
-    child.once("exit", (code) => reject(new Error(`server exited ${code}`)));
-  });
-  for (let i = 0; i < 600; i++) {
-    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.ok, () => false);
-    if (ok) return { child, port, readyMs: performance.now() - t0 };
+  const port = Number(started.match[1]);
+  const base = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    if (await fetch(`${base}/readyz`).then((r) => r.ok, () => false)) break;
+    if (i > 3_000) throw new Error(`${name} never became ready`);
     await new Promise((r) => setTimeout(r, 20));
   }
-  throw new Error("server never became ready");
+  // Start → ready is until /readyz answers, not just until the port is logged.
+  started.readyMs = performance.now() - t0;
+  // The token's audience is the base URL, which has this start's port: read it each time.
+  const token = (await readFile(join(env["PLATFORM_DATA_DIR"]!, "admin-token"), "utf8")).trim();
+  return {
+    started,
+    pid: started.child.pid!,
+    base,
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    profileDir,
+  };
 }
 
-async function stop(child: ChildProcess): Promise<void> {
-  const exited = new Promise((r) => child.once("exit", r));
-  child.kill("SIGTERM");
-  await exited;
+async function stopService(svc: Service, label: string): Promise<void> {
+  const clean = await stopProcess(svc.started.child);
+  if (!clean) log(`  (${label} did not exit within 20 s of SIGTERM and was killed${svc.profileDir ? "; no CPU profile" : ""})`);
+  if (svc.profileDir && clean) {
+    log(`\nCPU profile, ${label} (${svc.profileDir}):`);
+    const profiles = await summariseProfiles(svc.profileDir);
+    const busiest = Math.max(...profiles.map((p) => p.busyMs));
+    for (const p of profiles) {
+      // tsx's module-loader thread profiles too; only worth a line unless it did real work.
+      if (p.busyMs >= busiest * 0.1) log(formatProfile(p));
+      else log(`  ${p.file} (${threadOf(p.file)}): ${(p.busyMs / 1000).toFixed(1)} s busy, not listed`);
+    }
+  }
 }
 
-async function load(title: string, opts: autocannon.Options): Promise<autocannon.Result> {
-  const result = await autocannon({ duration: DURATION_S, connections: CONNECTIONS, ...opts });
-  const errors = result.errors + result.non2xx;
-  console.log(
-    `${title}: ${Math.round(result.requests.average)} req/s, latency p50 ${result.latency.p50} ms, p99 ${result.latency.p99} ms, ${errors} errors (${CONNECTIONS} connections, ${DURATION_S} s)`,
+async function api<T>(svc: Service, method: string, path: string, body?: unknown): Promise<T> {
+  const res = await fetch(`${svc.base}${path}`, { method, headers: svc.headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 500)}`);
+  return JSON.parse(text) as T;
+}
+
+/** One request of each kind before loading it: a run that only measured 404s would be worthless. */
+async function expectGroup(what: string, res: Promise<Response>, uid: string): Promise<void> {
+  const r = await res;
+  const text = await r.text();
+  if (!r.ok || (JSON.parse(text) as { uid?: string }).uid !== uid) throw new Error(`${what}: expected group ${uid}, got ${r.status} ${text.slice(0, 300)}`);
+}
+
+async function expectList(what: string, res: Promise<Response>, total: number): Promise<void> {
+  const r = await res;
+  const body = (await r.json()) as { groups?: unknown[]; totalCount?: string | number };
+  if (!r.ok || body.groups?.length !== 50 || Number(body.totalCount) !== total) {
+    throw new Error(`${what}: expected 50 groups of ${total}, got ${r.status} ${JSON.stringify(body).slice(0, 300)}`);
+  }
+}
+
+const pick = (pool: string[]): string => pool[Math.floor(Math.random() * pool.length)]!;
+
+function reads(url: string, extra: Partial<HttpLoad> = {}): HttpLoad {
+  return { url, connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, ...extra };
+}
+
+interface ServiceFigures {
+  rest?: Figures;
+  connect?: Figures;
+  grpc?: Figures;
+  list?: Figures;
+  create?: Figures;
+  rssMaxMiB?: number;
+  hwmMiB?: number;
+}
+
+/** The service's runs, shared by both back-ends. `scope` is the org whose children make up `pool`. */
+async function measureService(svc: Service, scope: string, pool: string[], uidsFile: string, createsParent: string, tag: string): Promise<ServiceFigures> {
+  const out: ServiceFigures = {};
+  const sample = pool[0]!;
+  await expectGroup("service REST GetGroup", fetch(`${svc.base}/iam/v2beta1/groups/${sample}`, { headers: svc.headers }), sample);
+  await expectGroup(
+    "service Connect GetGroup",
+    fetch(`${svc.base}/platform.iam.v2beta1.GroupsService/GetGroup`, { method: "POST", headers: svc.headers, body: JSON.stringify({ uid: sample }) }),
+    sample,
   );
-  return result;
+  await expectList("service ListGroups", fetch(`${svc.base}/iam/v2beta1/groups?uidp.children_of=${scope}&page_size=50`, { headers: svc.headers }), pool.length);
+
+  const rss = new RssSampler(svc.pid);
+  rss.start();
+  const conns = `${CONNECTIONS} conns`;
+  out.rest = await httpLoad(
+    reads(`${svc.base}/iam/v2beta1/groups/${sample}`, { headers: svc.headers, serverPid: svc.pid, next: () => ({ path: `/iam/v2beta1/groups/${pick(pool)}` }) }),
+  );
+  log(describe(`${tag} GetGroup, REST (random uid)`, out.rest, conns));
+  out.connect = await httpLoad(
+    reads(`${svc.base}/platform.iam.v2beta1.GroupsService/GetGroup`, {
+      method: "POST",
+      headers: svc.headers,
+      body: JSON.stringify({ uid: sample }),
+      serverPid: svc.pid,
+      next: () => ({ body: `{"uid":"${pick(pool)}"}` }),
+    }),
+  );
+  log(describe(`${tag} GetGroup, Connect JSON (HTTP/1.1)`, out.connect, conns));
+  out.grpc = await runGrpcLoad(
+    { origin: svc.base, authorization: svc.headers["authorization"], uidsFile, streams: GRPC_STREAMS, sessions: 1, warmupSeconds: WARMUP_SECONDS, seconds: SECONDS },
+    svc.pid,
+  );
+  log(describe(`${tag} GetGroup, gRPC (HTTP/2)`, out.grpc, `${GRPC_STREAMS} streams, 1 session`));
+  out.list = await httpLoad(reads(`${svc.base}/iam/v2beta1/groups?uidp.children_of=${scope}&page_size=50`, { headers: svc.headers, serverPid: svc.pid }));
+  log(describe(`${tag} ListGroups page 50 + totalCount, REST`, out.list, conns));
+  let n = 0;
+  const run = randomBytes(3).toString("hex");
+  out.create = await httpLoad({
+    url: `${svc.base}/iam/v2beta1/groups/${createsParent}`,
+    method: "POST",
+    headers: svc.headers,
+    body: JSON.stringify({ name: `c ${run} first` }),
+    next: () => ({ body: `{"name":"c ${run} ${n++}"}` }),
+    connections: CREATE_CLIENTS,
+    seconds: SECONDS,
+    warmupSeconds: Math.min(1, WARMUP_SECONDS),
+    serverPid: svc.pid,
+  });
+  log(describe(`${tag} CreateGroup, REST (unique names)`, out.create, `${CREATE_CLIENTS} clients`));
+  rss.stop();
+  const mem = readMemory(svc.pid);
+  out.rssMaxMiB = Math.max(rss.maxMiB, mem?.rssMiB ?? 0);
+  if (mem) out.hwmMiB = mem.hwmMiB;
+  log(`  ${tag} server memory: VmRSS max during load ${out.rssMaxMiB.toFixed(0)} MiB, VmHWM (peak since start) ${out.hwmMiB?.toFixed(0) ?? "?"} MiB`);
+  return out;
+}
+
+interface PostgresResults {
+  floorGet: Figures;
+  floorList: Figures;
+  floorCreate: Figures;
+  bareConnect: Figures;
+  bareGrpc: Figures;
+  service: ServiceFigures;
+  readyMs: number;
+  seedMs: number;
+}
+
+async function postgresPart(work: string, profileRoot: string | undefined): Promise<PostgresResults> {
+  const db: TempDatabase = await createDatabase().catch((e: unknown) => {
+    throw new Error(
+      `cannot create the bench database on ${ADMIN_PG_URL} (set BENCH_PG_URL, or start PostgreSQL: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start)`,
+      { cause: e },
+    );
+  });
+  cleanups.push(() => db.drop());
+  log(`PostgreSQL: database ${db.name}`);
+  const dataDir = join(work, "pg-data");
+  const svc = await startService("service/pg", { DATABASE_URL: db.url, PLATFORM_DATA_DIR: dataDir }, profileRoot && join(profileRoot, "postgres"));
+  cleanups.push(() => stopProcess(svc.started.child));
+  log(`  service start → ready on a fresh database (migrations + bootstrap): ${svc.started.readyMs.toFixed(0)} ms`);
+
+  // Roots through the API, so the admin owns them (role binding) like any real org.
+  const org = await api<{ uid: string }>(svc, "POST", "/iam/v2beta1/groups", { name: "bench org" });
+  const createsParent = await api<{ uid: string }>(svc, "POST", "/iam/v2beta1/groups", { name: "bench creates" });
+  const t0 = performance.now();
+  const plan: GroupPlan = planGroups(org.uid, CHILDREN);
+  await seedPostgres(db.url, plan.rows);
+  const seedMs = performance.now() - t0;
+  log(`  seeded ${plan.rows.length} groups with SQL (${CHILDREN} children of the measured org) in ${seedMs.toFixed(0)} ms`);
+  const uidsFile = join(work, "pool.json");
+  await writeFile(uidsFile, JSON.stringify(plan.pool));
+  const sample = plan.pool[0]!;
+  const conns = `${CONNECTIONS} conns`;
+
+  log("\nFloor (node:http + postgres.js, no auth):");
+  const floor = await startNode({ name: "floor", args: ["--import", "tsx", "bench/floor-server.ts"], env: { DATABASE_URL: db.url }, ready: /"port":(\d+)/ });
+  cleanups.push(() => stopProcess(floor.child));
+  const floorBase = `http://127.0.0.1:${floor.match[1]}`;
+  const floorPid = floor.child.pid;
+  await expectGroup("floor GetGroup", fetch(`${floorBase}/groups/${sample}`), sample);
+  await expectList("floor list", fetch(`${floorBase}/list?parent=${org.uid}`), CHILDREN);
+  const floorGet = await httpLoad(reads(`${floorBase}/groups/${sample}`, { serverPid: floorPid, next: () => ({ path: `/groups/${pick(plan.pool)}` }) }));
+  log(describe("floor GetGroup (1 prepared select)", floorGet, conns));
+  const floorList = await httpLoad(reads(`${floorBase}/list?parent=${org.uid}`, { serverPid: floorPid }));
+  log(describe("floor list (page 50 + count(*))", floorList, conns));
+
+  log("\nBare Connect handler (connect-node adapter + postgres.js):");
+  const bare = await startNode({ name: "bare", args: ["--import", "tsx", "bench/bare-connect-server.ts"], env: { DATABASE_URL: db.url }, ready: /"port":(\d+),"h2Port":(\d+)/ });
+  cleanups.push(() => stopProcess(bare.child));
+  const bareBase = `http://127.0.0.1:${bare.match[1]}`;
+  const bareH2 = `http://127.0.0.1:${bare.match[2]}`;
+  const bareUrl = `${bareBase}/platform.iam.v2beta1.GroupsService/GetGroup`;
+  const json = { "content-type": "application/json" };
+  await expectGroup("bare Connect GetGroup", fetch(bareUrl, { method: "POST", headers: json, body: JSON.stringify({ uid: sample }) }), sample);
+  const bareConnect = await httpLoad(
+    reads(bareUrl, { method: "POST", headers: json, body: JSON.stringify({ uid: sample }), serverPid: bare.child.pid, next: () => ({ body: `{"uid":"${pick(plan.pool)}"}` }) }),
+  );
+  log(describe("bare GetGroup, Connect JSON (HTTP/1.1)", bareConnect, conns));
+  const bareGrpc = await runGrpcLoad(
+    { origin: bareH2, uidsFile, streams: GRPC_STREAMS, sessions: 1, warmupSeconds: WARMUP_SECONDS, seconds: SECONDS },
+    bare.child.pid,
+  );
+  log(describe("bare GetGroup, gRPC (HTTP/2)", bareGrpc, `${GRPC_STREAMS} streams, 1 session`));
+  await stopProcess(bare.child);
+
+  log("\nService on PostgreSQL:");
+  const service = await measureService(svc, org.uid, plan.pool, uidsFile, createsParent.uid, "service");
+
+  // Writes last, so every read above saw the same rows.
+  log("\nFloor writes:");
+  let n = 0;
+  const floorCreate = await httpLoad({
+    url: `${floorBase}/groups`,
+    method: "POST",
+    headers: json,
+    body: JSON.stringify({ parent: plan.floorCreatesParent, name: "first" }),
+    next: () => ({ body: `{"parent":"${plan.floorCreatesParent}","name":"f ${n++}"}` }),
+    connections: CREATE_CLIENTS,
+    seconds: SECONDS,
+    warmupSeconds: Math.min(1, WARMUP_SECONDS),
+    serverPid: floorPid,
+  });
+  log(describe("floor create (1 INSERT … RETURNING)", floorCreate, `${CREATE_CLIENTS} clients`));
+  await stopProcess(floor.child);
+  await stopService(svc, "service on PostgreSQL");
+  await db.drop();
+  return { floorGet, floorList, floorCreate, bareConnect, bareGrpc, service, readyMs: svc.started.readyMs, seedMs };
+}
+
+interface PgliteResults {
+  service: ServiceFigures;
+  emptyReadyMs: number;
+  seededReadyMs: number;
+  seedMs: number;
+}
+
+async function pglitePart(work: string, profileRoot: string | undefined): Promise<PgliteResults> {
+  log("\nPGlite (embedded):");
+  const dataDir = join(work, "pglite-data");
+  const env = { PLATFORM_DATA_DIR: dataDir, DATABASE_URL: "" };
+  const first = await startService("service/pglite", env);
+  cleanups.push(() => stopProcess(first.started.child));
+  log(`  service start → ready, empty data dir (migrations + bootstrap): ${first.started.readyMs.toFixed(0)} ms`);
+  const org = await api<{ uid: string }>(first, "POST", "/iam/v2beta1/groups", { name: "bench org" });
+  const createsParent = await api<{ uid: string }>(first, "POST", "/iam/v2beta1/groups", { name: "bench creates" });
+  await stopProcess(first.started.child);
+
+  // PGlite allows one process per data dir: seed it while the server is down.
+  const t0 = performance.now();
+  const plan = planGroups(org.uid, CHILDREN);
+  await seedPglite(join(dataDir, "pglite"), plan.rows);
+  const seedMs = performance.now() - t0;
+  log(`  seeded ${plan.rows.length} groups with SQL while stopped (${CHILDREN} children of the measured org) in ${seedMs.toFixed(0)} ms`);
+  const uidsFile = join(work, "pool-pglite.json");
+  await writeFile(uidsFile, JSON.stringify(plan.pool));
+
+  const svc = await startService("service/pglite", env, profileRoot && join(profileRoot, "pglite"));
+  cleanups.push(() => stopProcess(svc.started.child));
+  log(`  service start → ready, seeded data dir: ${svc.started.readyMs.toFixed(0)} ms`);
+  const service = await measureService(svc, org.uid, plan.pool, uidsFile, createsParent.uid, "pglite");
+  await stopService(svc, "service on PGlite");
+  return { service, emptyReadyMs: first.started.readyMs, seededReadyMs: svc.started.readyMs, seedMs };
+}
+
+function checks(pg: PostgresResults): Check[] {
+  const s = pg.service;
+  const r = (name: string, v: number, min: number | undefined): Check => ({
+    name,
+    value: Number.isFinite(v) ? v.toFixed(2) : "–",
+    target: min === undefined ? "–" : `≥ ${min}`,
+    pass: min === undefined ? undefined : v >= min,
+  });
+  // The floor's own tail, alongside: on a small box the load generator and PostgreSQL share the CPUs.
+  const tail = (name: string, f: Figures | undefined, reference: string, ref: Figures): Check => {
+    const x = f ? f.p99 / f.p50 : NaN;
+    const detail = `${f?.p99.toFixed(1)}/${f?.p50.toFixed(1)} ms; ${reference} ${(ref.p99 / ref.p50).toFixed(2)}×`;
+    return { name: `${name} p99 / p50`, value: Number.isFinite(x) ? `${x.toFixed(2)}× (${detail})` : "–", target: "≤ 3×", pass: x <= 3 };
+  };
+  return [
+    r("REST GetGroup / floor GetGroup", ratio(s.rest, pg.floorGet), 0.6),
+    r("gRPC GetGroup / bare Connect gRPC", ratio(s.grpc, pg.bareGrpc), 0.8),
+    r("Connect GetGroup / bare Connect JSON", ratio(s.connect, pg.bareConnect), 0.8),
+    r("ListGroups / floor list", ratio(s.list, pg.floorList), 0.5),
+    tail("REST GetGroup", s.rest, "floor", pg.floorGet),
+    tail("Connect GetGroup", s.connect, "bare", pg.bareConnect),
+    tail("gRPC GetGroup", s.grpc, "bare", pg.bareGrpc),
+    {
+      name: "Server RSS peak under load (VmHWM)",
+      value: `${s.hwmMiB?.toFixed(0) ?? "?"} MiB (VmRSS max ${s.rssMaxMiB?.toFixed(0) ?? "?"})`,
+      target: `≤ ${RSS_TARGET_MIB} MiB`,
+      pass: s.hwmMiB === undefined ? undefined : s.hwmMiB <= RSS_TARGET_MIB,
+    },
+    r("Creates/s service / floor INSERT", ratio(s.create, pg.floorCreate), undefined),
+  ];
 }
 
 async function main(): Promise<void> {
-  const dataDir = await mkdtemp(join(tmpdir(), "platform-bench-"));
-  try {
-    const first = await startServer(dataDir);
-    console.log(`npm start → ready, empty data dir (migrations + bootstrap): ${first.readyMs.toFixed(0)} ms`);
-    await stop(first.child);
-    const server = await startServer(dataDir);
-    console.log(`npm start → ready, existing data dir: ${server.readyMs.toFixed(0)} ms`);
-    const base = `http://127.0.0.1:${server.port}`;
-    const token = (await readFile(join(dataDir, "admin-token"), "utf8")).trim();
-    const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
+  const t0 = performance.now();
+  // Other work on the machine skews every figure; the load average tells the reader how much.
+  const loadBefore = loadavg()[0]!;
+  log(
+    `platform-api bench: ${SECONDS} s runs (+${WARMUP_SECONDS} s warm-up each)${QUICK ? " [BENCH_QUICK]" : ""}, ${CONNECTIONS} connections, ` +
+      `gRPC ${GRPC_STREAMS} streams, creates ${CREATE_CLIENTS} clients; node ${process.version}, ${cpus().length} CPUs${CPU_PROF ? ", CPU profiling ON" : ""}\n`,
+  );
+  const work = await mkdtemp(join(tmpdir(), "platform-bench-"));
+  cleanups.push(() => rm(work, { recursive: true, force: true }));
+  // Profiles outlive the run: they are for comparing before/after.
+  const profileRoot = CPU_PROF ? (process.env["BENCH_CPU_PROF_DIR"] ?? (await mkdtemp(join(tmpdir(), "platform-bench-prof-")))) : undefined;
 
-    const created = await fetch(`${base}/iam/v2beta1/groups`, { method: "POST", headers, body: JSON.stringify({ name: "bench" }) });
-    const group = (await created.json()) as { uid: string };
-    const child = await fetch(`${base}/iam/v2beta1/groups/${group.uid}`, { method: "POST", headers, body: JSON.stringify({ name: "child" }) });
-    const childUid = ((await child.json()) as { uid: string }).uid;
+  const pg = await postgresPart(work, profileRoot);
+  const lite = await pglitePart(work, profileRoot);
 
-    await load("warm-up", { url: `${base}/iam/v2beta1/groups/${childUid}`, headers, duration: 2 });
-    await load("GetGroup over REST", { url: `${base}/iam/v2beta1/groups/${childUid}`, headers });
-    await load("GetGroup over Connect (JSON)", {
-      url: `${base}/platform.iam.v2beta1.GroupsService/GetGroup`,
-      method: "POST",
-      headers,
-      body: JSON.stringify({ uid: childUid }),
-    });
-    await load("ListGroups (children, page 50) over REST", { url: `${base}/iam/v2beta1/groups?uidp.children_of=${group.uid}`, headers });
-    const status = await readFile(`/proc/${server.child.pid}/status`, "utf8").catch(() => "");
-    const peak = /VmHWM:\s+(\d+) kB/.exec(status)?.[1];
-    if (peak) console.log(`server peak RSS after load: ${Math.round(Number(peak) / 1024)} MiB`);
-    await stop(server.child);
-  } finally {
-    await rm(dataDir, { recursive: true, force: true });
-  }
+  const list = checks(pg);
+  log("\nTargets (PostgreSQL):");
+  for (const c of list) log(`  ${verdict(c.pass).padEnd(4)}  ${c.name}: ${c.value} (target ${c.target})`);
+
+  const rows: Row[] = [
+    { name: "Floor GetGroup (node:http + postgres.js)", postgres: pg.floorGet },
+    { name: "Bare Connect GetGroup, Connect JSON", postgres: pg.bareConnect },
+    { name: "Bare Connect GetGroup, gRPC", postgres: pg.bareGrpc },
+    { name: "Service GetGroup, REST", postgres: pg.service.rest, pglite: lite.service.rest },
+    { name: "Service GetGroup, Connect JSON", postgres: pg.service.connect, pglite: lite.service.connect },
+    { name: `Service GetGroup, gRPC (${GRPC_STREAMS} streams)`, postgres: pg.service.grpc, pglite: lite.service.grpc },
+    { name: "Floor list (page 50 + count)", postgres: pg.floorList },
+    { name: "Service ListGroups (page 50 + totalCount)", postgres: pg.service.list, pglite: lite.service.list },
+    { name: `Floor create (1 INSERT, ${CREATE_CLIENTS} clients)`, postgres: pg.floorCreate },
+    { name: `Service CreateGroup, REST (${CREATE_CLIENTS} clients)`, postgres: pg.service.create, pglite: lite.service.create },
+  ];
+  const minutes = (performance.now() - t0) / 60_000;
+  const notes = [
+    `${SECONDS} s per run after ${WARMUP_SECONDS} s warm-up; reads ${CONNECTIONS} HTTP/1.1 connections (autocannon) or ${GRPC_STREAMS} h2 streams; node ${process.version}, ${cpus().length} CPUs; ${new Date().toISOString().slice(0, 16)}Z; bench took ${minutes.toFixed(1)} min.`,
+    `Data: ${CHILDREN.toLocaleString("en")} children of one org (random-uid pool, ListGroups scope) + ~3,000 other groups, same shape on both back-ends.`,
+    `PGlite memory: VmHWM ${lite.service.hwmMiB?.toFixed(0) ?? "?"} MiB (VmRSS max under load ${lite.service.rssMaxMiB?.toFixed(0) ?? "?"} MiB).`,
+    `Start → ready: PostgreSQL fresh DB ${pg.readyMs.toFixed(0)} ms; PGlite empty dir ${lite.emptyReadyMs.toFixed(0)} ms, seeded dir ${lite.seededReadyMs.toFixed(0)} ms.`,
+    "CPU µs/req is the server process's own CPU time (PostgreSQL's not included).",
+    `1-min load average before the bench: ${loadBefore.toFixed(2)} (other work on ${cpus().length} CPUs skews every figure); at the end, bench included: ${loadavg()[0]!.toFixed(2)}.`,
+  ];
+  if (profileRoot) notes.push(`CPU profiles: ${profileRoot}`);
+  log("\nSummary\n");
+  log(markdownTables(rows, list, notes));
 }
 
-main().catch((e: unknown) => {
-  console.error(e);
-  process.exit(1);
+async function cleanup(): Promise<void> {
+  killAll();
+  for (const c of cleanups.reverse()) await c().catch(() => {});
+  cleanups.length = 0;
+}
+
+let interrupted = false;
+process.once("SIGINT", () => {
+  interrupted = true;
+  log("\ninterrupted: stopping servers and dropping the bench database");
+  void cleanup().finally(() => process.exit(130));
 });
+
+main()
+  .then(cleanup)
+  .catch(async (e: unknown) => {
+    if (interrupted) return; // the SIGINT handler cleans up and exits
+    console.error(e);
+    await cleanup();
+    process.exit(1);
+  });

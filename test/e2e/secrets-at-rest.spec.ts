@@ -9,7 +9,7 @@ import { SecretBox } from "../../src/crypto/index.js";
 import { loadSealedSetting, schema, settingContext } from "../../src/db/index.js";
 import { clientSecretContext, sealPlaintextClientSecrets } from "../../src/services/iam/identity-provider-secret.js";
 import { restClient } from "../support/clients.js";
-import { postgresAdminUrl } from "../support/database.js";
+import { createFreshDatabase, postgresAdminUrl } from "../support/database.js";
 import { createGroup, ok, uidOf } from "../support/rest-iam.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
@@ -144,11 +144,14 @@ describe("secrets at rest", () => {
     expect((await restClient(server.url, server.token)("GET", "/iam/v2beta1/groups")).status).toBe(200);
   });
 
-  // A restart on the same store: only PGlite's lives in the data directory.
-  it.skipIf(postgresAdminUrl())("re-seals what an earlier version stored in plain text, and it keeps working", async () => {
+  // A restart on the same store: the same data directory (PGlite, the key file) and, on PostgreSQL, the same database.
+  it("re-seals what an earlier version stored in plain text, and it keeps working", async () => {
     const dataDir = await mkdtemp(join(tmpdir(), "platform-legacy-"));
+    const adminUrl = postgresAdminUrl();
+    const shared = adminUrl ? await createFreshDatabase(adminUrl) : undefined;
+    const env = { PLATFORM_DATA_DIR: dataDir, ...(shared ? { DATABASE_URL: shared.url } : {}) };
     try {
-      const before = await startTestServer({ PLATFORM_DATA_DIR: dataDir });
+      const before = await startTestServer(env);
       let plain: ReturnType<typeof opened>;
       let token: string;
       let pageToken: string;
@@ -174,7 +177,7 @@ describe("secrets at rest", () => {
         await before.stop();
       }
 
-      const after = await startTestServer({ PLATFORM_DATA_DIR: dataDir });
+      const after = await startTestServer(env);
       try {
         // The signing key (read in plain text, then sealed) still signs: the new admin token uses it.
         expect(decodeProtectedHeader(after.token).kid).toBe(decodeProtectedHeader(token).kid);
@@ -196,6 +199,7 @@ describe("secrets at rest", () => {
       }
     } finally {
       await rm(dataDir, { recursive: true, force: true });
+      await shared?.drop();
     }
   });
 });
