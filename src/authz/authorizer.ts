@@ -24,14 +24,22 @@ export function declaredAuthorization(method: DescMethod): Authorization | undef
   return decl.capability && decl.scope !== Authorization_Scope.UNSPECIFIED ? decl : undefined;
 }
 
-function readPath(message: unknown, path: string): string {
+/** `group.uid` → the property names to follow in a message (`["group", "uid"]`, camel-cased). */
+function propertyPath(field: string): string[] {
+  return field.split(".").map((part) => part.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase()));
+}
+
+function readPath(message: unknown, path: readonly string[]): string {
   let cur: unknown = message;
-  for (const part of path.split(".")) {
+  for (const part of path) {
     if (cur === null || typeof cur !== "object") return "";
-    cur = (cur as Record<string, unknown>)[part.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase())];
+    cur = (cur as Record<string, unknown>)[part];
   }
   return typeof cur === "string" ? cur : "";
 }
+
+/** A method's declaration, with its resource field's property path worked out once. */
+type Declared = Authorization & { resourcePath: string[] };
 
 /** Who may found an organization (PLATFORM_ORG_CREATION; docs/security.md). */
 export type OrgCreationPolicy = "people" | "admins" | "anyone";
@@ -76,7 +84,7 @@ export interface AuthorizedCall {
  * call, so the Connect interceptor and the REST entry point run the same code.
  */
 export class Authorizer {
-  private readonly declarations = new Map<DescMethod, Authorization | undefined>();
+  private readonly declarations = new Map<DescMethod, Declared | undefined>();
 
   constructor(private readonly opts: AuthorizationOptions) {}
 
@@ -90,7 +98,10 @@ export class Authorizer {
     if (principal.audience === opts.registryAudience && !service.startsWith("platform.registry.")) {
       throw unauthenticated("a registry token is valid only for the registry API");
     }
-    if (!this.declarations.has(call.method)) this.declarations.set(call.method, declaredAuthorization(call.method));
+    if (!this.declarations.has(call.method)) {
+      const found = declaredAuthorization(call.method);
+      this.declarations.set(call.method, found && Object.assign(found, { resourcePath: propertyPath(found.resourceField) }));
+    }
     const decl = this.declarations.get(call.method);
     if (!decl) throw permissionDenied(`${call.method.name} declares no authorization`);
 
@@ -99,7 +110,7 @@ export class Authorizer {
     const denied = () => permissionDenied(`the caller lacks ${decl.capability} here`);
     switch (decl.scope) {
       case Authorization_Scope.RESOURCE: {
-        const uid = readPath(call.message, decl.resourceField);
+        const uid = readPath(call.message, decl.resourcePath);
         if (!uid) {
           if (!decl.emptyMeansNewRoot) throw invalidArgument(decl.resourceField, "is required");
           if (!mayFoundOrganization(grants, opts.orgCreation)) {

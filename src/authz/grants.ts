@@ -1,5 +1,5 @@
 import { eq, sql } from "drizzle-orm";
-import { schema, type Executor } from "../db/index.js";
+import { schema, type Database, type Executor } from "../db/index.js";
 import type { ListVisibility } from "../list/index.js";
 
 /** One role binding of the caller: its group (null at the root) and what it grants. */
@@ -26,22 +26,27 @@ export class Grants {
     readonly identity: { exists: boolean; rootLevel: boolean } = { exists: true, rootLevel: false },
   ) {}
 
+  /** Loads `identityUid`'s grants (inside a transaction, or anywhere): one query for the bindings, one for the identity. */
   static async load(db: Executor, identityUid: string): Promise<Grants> {
-    const { roleBindings: b, rootRoleBindings: root, roles: r, identities: i } = schema;
-    const identityRow = db.select({ parentUid: i.parentUid }).from(i).where(eq(i.uid, identityUid));
-    const rows = await db
-      .select({ groupUid: sql<string | null>`${b.parentUid}`, capabilities: r.capabilities })
-      .from(b)
-      .innerJoin(r, eq(r.uid, b.roleUid))
-      .where(eq(b.identityUid, identityUid))
-      .unionAll(
-        db
-          .select({ groupUid: sql<string | null>`null`, capabilities: r.capabilities })
-          .from(root)
-          .innerJoin(r, eq(r.uid, root.roleUid))
-          .where(eq(root.identityUid, identityUid)),
-      );
-    const [identity] = await identityRow;
+    const q = grantQueries(db);
+    const [rows, identity] = await Promise.all([q.bindings.execute({ uid: identityUid }), q.identity.execute({ uid: identityUid })]);
+    return Grants.from(rows, identity[0]);
+  }
+
+  /**
+   * A loader for the grants cache: the same queries, prepared once (they
+   * run after every write, when the cache has just been cleared).
+   */
+  static loader(db: Database): (identityUid: string) => Promise<Grants> {
+    const bindings = grantQueries(db).bindings.prepare("grants_bindings");
+    const identity = grantQueries(db).identity.prepare("grants_identity");
+    return async (uid) => {
+      const [rows, found] = await Promise.all([bindings.execute({ uid }), identity.execute({ uid })]);
+      return Grants.from(rows, found[0]);
+    };
+  }
+
+  private static from(rows: { groupUid: string | null; capabilities: string[] }[], identity: { parentUid: string | null } | undefined): Grants {
     return new Grants(
       rows.map((row) => ({ groupUid: row.groupUid, capabilities: new Set(row.capabilities) })),
       // Root-level identities are the bootstrap identity and people who signed in with a browser.
@@ -79,6 +84,27 @@ export class Grants {
     const sorted = [...new Set(roots)].sort();
     return { all: false, roots: sorted.filter((r) => !sorted.some((o) => o !== r && r.startsWith(`${o}/`))) };
   }
+}
+
+/** The caller's bindings (group ones and root ones) with their roles' capabilities, and the caller itself. */
+function grantQueries(db: Executor) {
+  const { roleBindings: b, rootRoleBindings: root, roles: r, identities: i } = schema;
+  const uid = sql.placeholder("uid");
+  return {
+    bindings: db
+      .select({ groupUid: sql<string | null>`${b.parentUid}`, capabilities: r.capabilities })
+      .from(b)
+      .innerJoin(r, eq(r.uid, b.roleUid))
+      .where(eq(b.identityUid, uid))
+      .unionAll(
+        db
+          .select({ groupUid: sql<string | null>`null`, capabilities: r.capabilities })
+          .from(root)
+          .innerJoin(r, eq(r.uid, root.roleUid))
+          .where(eq(root.identityUid, uid)),
+      ),
+    identity: db.select({ parentUid: i.parentUid }).from(i).where(eq(i.uid, uid)),
+  };
 }
 
 /** Where a role lives: custom roles have single-segment uids, so their group path is stored; built-ins are global. */

@@ -86,7 +86,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     }
   };
 
-  const grantsCache = new GrantsCache((identityUid) => Grants.load(database.db, identityUid), clock);
+  const grantsCache = new GrantsCache(Grants.loader(database.db), clock);
   const unlistenGrants = await database.listen(
     GRANTS_CHANGED_CHANNEL,
     () => grantsCache.invalidate(),

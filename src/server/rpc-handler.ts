@@ -50,7 +50,11 @@ export function rpcHandler(opts: RpcHandlerOptions): (req: Req, res: Res) => voi
     }
     const uReq = universalRequestFromNodeRequest(req, res, undefined, undefined);
     handler(uReq)
-      .then(async (uRes) => universalResponseToNodeResponse(await decodingErrorsAsInvalid(uRes, contentType), res))
+      .then((uRes) => {
+        // Only an error needs the await; a success goes straight out.
+        const out = decodingErrorsAsInvalid(uRes, contentType);
+        return out instanceof Promise ? out.then((r) => universalResponseToNodeResponse(r, res)) : universalResponseToNodeResponse(out, res);
+      })
       .catch((reason: unknown) => {
         if (ConnectError.from(reason).code === Code.Aborted) return;
         opts.onError(reason);
@@ -82,7 +86,7 @@ function invalidMessage(parseError: string): string {
 }
 
 /** connect-es answers an undecodable request with INTERNAL; the caller sent it, so it is INVALID_ARGUMENT. */
-async function decodingErrorsAsInvalid(uRes: UniversalServerResponse, contentType: string): Promise<UniversalServerResponse> {
+function decodingErrorsAsInvalid(uRes: UniversalServerResponse, contentType: string): UniversalServerResponse | Promise<UniversalServerResponse> {
   if (contentType.startsWith("application/grpc-web")) return { ...uRes, ...(uRes.body ? { body: rewriteGrpcWebTrailer(uRes.body) } : {}) };
   if (contentType.startsWith("application/grpc")) {
     const { body, trailer, header } = uRes;
@@ -97,9 +101,17 @@ async function decodingErrorsAsInvalid(uRes: UniversalServerResponse, contentTyp
     };
   }
   // The Connect protocol: a unary error is a JSON body with an HTTP status (500 for INTERNAL).
-  if (uRes.status !== 500 || !uRes.body) return uRes;
+  return uRes.status === 500 && uRes.body ? connectErrorAsInvalid(uRes, uRes.body) : uRes;
+}
+
+/**
+ * A Connect error body, read whole (it is small) before anything is written,
+ * and rewritten when it reports an undecodable request: the status and the
+ * length follow the body.
+ */
+async function connectErrorAsInvalid(uRes: UniversalServerResponse, body: AsyncIterable<Uint8Array>): Promise<UniversalServerResponse> {
   const chunks: Uint8Array[] = [];
-  for await (const chunk of uRes.body) chunks.push(chunk);
+  for await (const chunk of body) chunks.push(chunk);
   const bytes = Buffer.concat(chunks);
   let parsed: { code?: unknown; message?: unknown } | undefined;
   try {

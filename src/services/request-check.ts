@@ -110,19 +110,37 @@ interface Walk {
   creating: boolean;
 }
 
-// What a write ignores is not checked for shape (only for text): output-only
-// fields of a body, and its identifier on create.
-function ignoredByWrite(walk: Walk, field: DescField, depth: number): boolean {
-  if (depth === 0) return false;
-  const behaviors = getOption(field, field_behavior);
-  return behaviors.includes(FieldBehavior.OUTPUT_ONLY) || (walk.creating && behaviors.includes(FieldBehavior.IDENTIFIER));
+/** What the walk needs to know of a field, read from its descriptor once (options are decoded on every read). */
+interface FieldFacts {
+  uidKind: UidKind | "any" | undefined;
+  outputOnly: boolean;
+  identifier: boolean;
+}
+
+const facts = new WeakMap<DescField, FieldFacts>();
+
+function factsOf(desc: DescMessage, field: DescField): FieldFacts {
+  let f = facts.get(field);
+  if (!f) {
+    const behaviors = getOption(field, field_behavior);
+    f = {
+      uidKind: uidKindOf(desc, field),
+      outputOnly: behaviors.includes(FieldBehavior.OUTPUT_ONLY),
+      identifier: behaviors.includes(FieldBehavior.IDENTIFIER),
+    };
+    facts.set(field, f);
+  }
+  return f;
 }
 
 function checkString(walk: Walk, desc: DescMessage, field: DescField, value: unknown, path: string, depth: number): void {
   if (typeof value !== "string" || value === "") return;
   checkText(value, path);
-  const kind = ignoredByWrite(walk, field, depth) ? undefined : uidKindOf(desc, field);
-  if (kind) checkUid(value, kind, path);
+  const f = factsOf(desc, field);
+  // What a write ignores is not checked for shape (only for text): output-only
+  // fields of a body, and its identifier on create.
+  const ignored = depth > 0 && (f.outputOnly || (walk.creating && f.identifier));
+  if (f.uidKind && !ignored) checkUid(value, f.uidKind, path);
 }
 
 function checkValue(walk: Walk, desc: DescMessage, field: DescField, value: unknown, path: string, depth: number): void {
