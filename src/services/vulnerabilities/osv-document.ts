@@ -61,6 +61,12 @@ class DocumentReader {
       this.fail(path, `must be at most ${opts.max} characters`);
       return "";
     }
+    // Names and ids are indexed: at most two bytes a character on average keeps
+    // the longest under PostgreSQL's index entry limit (docs/security.md, "Input").
+    if (opts.max && Buffer.byteLength(v, "utf8") > 2 * opts.max) {
+      this.fail(path, `must be at most ${2 * opts.max} bytes in UTF-8`);
+      return "";
+    }
     return v;
   }
 
