@@ -12,6 +12,7 @@
 // BENCH_CPU_PROF=1 (profile the service; BENCH_CPU_PROF_DIR to choose where),
 // BENCH_PG_URL (the server the bench creates its database on).
 // Exits non-zero only when the bench itself breaks; a missed target is reported, not fatal.
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
@@ -46,11 +47,14 @@ interface Service {
   profileDir: string | undefined;
 }
 
+const SERVER_ENTRY = "dist/src/server/main.js";
+
 async function startService(name: string, env: Record<string, string>, profileDir?: string): Promise<Service> {
   const t0 = performance.now();
   const started = await startNode({
     name,
-    args: [...(profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), "--import", "tsx", "src/server/main.ts"],
+    // What `npm start` runs: the compiled server with plain node (built fresh by main()).
+    args: [...(profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), SERVER_ENTRY],
     // info: the startup line carries the port (PORT=0 picks a free one).
     env: { PORT: "0", LOG_LEVEL: "info", ...env },
     ready: /"port":(\d+)/,
@@ -349,6 +353,8 @@ function checks(pg: PostgresResults): Check[] {
 
 async function main(): Promise<void> {
   const t0 = performance.now();
+  // The server runs as `npm start` runs it, from dist/: build it from the sources as they are now.
+  execFileSync("npm", ["run", "--silent", "build"], { stdio: "inherit" });
   // Other work on the machine skews every figure; the load average tells the reader how much.
   const loadBefore = loadavg()[0]!;
   log(
