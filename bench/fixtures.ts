@@ -4,6 +4,7 @@
 // would dominate the run time.
 import { randomBytes } from "node:crypto";
 import postgres from "postgres";
+import { createFreshDatabase, type FreshDatabase } from "../test/support/database.js";
 
 /** Where the bench creates (and later drops) its databases. */
 export const ADMIN_PG_URL = process.env["BENCH_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/postgres";
@@ -36,40 +37,10 @@ export function groupJson(row: GroupRow): Record<string, unknown> {
   };
 }
 
-export interface TempDatabase {
-  name: string;
-  url: string;
-  drop(): Promise<void>;
-}
+export type TempDatabase = FreshDatabase;
 
 /** A fresh, empty database next to ADMIN_PG_URL's (`platform_bench_<random>`). */
-export async function createDatabase(): Promise<TempDatabase> {
-  const name = `platform_bench_${randomBytes(6).toString("hex")}`;
-  const admin = postgres(ADMIN_PG_URL, { max: 1, onnotice: () => {} });
-  try {
-    await admin.unsafe(`create database ${name}`);
-  } finally {
-    await admin.end({ timeout: 5 });
-  }
-  const url = new URL(ADMIN_PG_URL);
-  url.pathname = `/${name}`;
-  let dropped = false;
-  return {
-    name,
-    url: url.toString(),
-    async drop() {
-      if (dropped) return;
-      dropped = true;
-      const a = postgres(ADMIN_PG_URL, { max: 1, onnotice: () => {} });
-      try {
-        // FORCE: a server that failed to stop must not keep the database alive.
-        await a.unsafe(`drop database if exists ${name} with (force)`);
-      } finally {
-        await a.end({ timeout: 5 });
-      }
-    },
-  };
-}
+export const createDatabase = (): Promise<TempDatabase> => createFreshDatabase(ADMIN_PG_URL, "platform_bench");
 
 const hex16 = (): string => randomBytes(8).toString("hex");
 const hex40 = (): string => randomBytes(20).toString("hex");

@@ -10,13 +10,15 @@ export function postgresAdminUrl(): string | undefined {
 }
 
 export interface FreshDatabase {
+  name: string;
   url: string;
+  /** Drops the database (once; later calls do nothing), even while a server still holds connections. */
   drop(): Promise<void>;
 }
 
-/** Creates an empty database on the configured server; drop() removes it. */
-export async function createFreshDatabase(adminUrl: string): Promise<FreshDatabase> {
-  const name = `platform_test_${randomBytes(6).toString("hex")}`;
+/** Creates an empty database `<prefix>_<random>` on the configured server; drop() removes it. */
+export async function createFreshDatabase(adminUrl: string, prefix = "platform_test"): Promise<FreshDatabase> {
+  const name = `${prefix}_${randomBytes(6).toString("hex")}`;
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
   try {
     await admin.unsafe(`create database ${name}`);
@@ -25,9 +27,13 @@ export async function createFreshDatabase(adminUrl: string): Promise<FreshDataba
   }
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
+  let dropped = false;
   return {
+    name,
     url: url.toString(),
     async drop() {
+      if (dropped) return;
+      dropped = true;
       const c = postgres(adminUrl, { max: 1, onnotice: () => {} });
       try {
         await c.unsafe(`drop database if exists ${name} with (force)`);
