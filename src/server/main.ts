@@ -3,6 +3,8 @@ import { startApp } from "./app.js";
 import { serializeError, type SerializedError } from "./error-serializer.js";
 import { createLogger } from "./logger.js";
 
+const PARENT_CHECK_MS = 1000;
+
 async function main(): Promise<void> {
   let config;
   try {
@@ -31,6 +33,12 @@ async function main(): Promise<void> {
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
+  // Started by a process that is then killed outright (`kill -9` of `npm start`): the server
+  // is reparented, and stops too rather than hold the port as an orphan.
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) stop("parent exited");
+  }, PARENT_CHECK_MS).unref();
 }
 
 main().catch((e: unknown) => {

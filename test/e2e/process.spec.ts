@@ -1,0 +1,90 @@
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+// `npm start` as an operator runs it: compiled JavaScript under plain node,
+// stopped by a signal to the process they started.
+
+const ENTRY = "dist/src/server/main.js";
+let dataDir: string;
+
+beforeAll(async () => {
+  // npm ci builds dist/ (prepare); build it here when it is missing.
+  if (!existsSync(ENTRY)) execFileSync("npm", ["run", "--silent", "build"], { stdio: "inherit" });
+  dataDir = await mkdtemp(join(tmpdir(), "platform-process-"));
+}, 120_000);
+afterAll(async () => {
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+interface Started {
+  npm: ChildProcess;
+  port: number;
+  exited: Promise<number | null>;
+}
+
+async function npmStart(): Promise<Started> {
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: "0", HOST: "127.0.0.1", PLATFORM_DATA_DIR: dataDir, LOG_LEVEL: "info" };
+  delete env["DATABASE_URL"];
+  const npm = spawn("npm", ["start", "--silent"], { env, stdio: ["ignore", "pipe", "pipe"] });
+  const exited = new Promise<number | null>((resolve) => npm.once("exit", (code) => resolve(code)));
+  const port = await new Promise<number>((resolve, reject) => {
+    let out = "";
+    const timer = setTimeout(() => reject(new Error(`no port in 30 s: ${out}`)), 30_000);
+    npm.stdout!.on("data", (d: Buffer) => {
+      out += d.toString();
+      const m = /"port":(\d+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(Number(m[1]));
+      }
+    });
+  });
+  return { npm, port, exited };
+}
+
+/** The server: npm's child (the start script execs node, so no shell stands between them). */
+function serverPid(npm: ChildProcess): number | undefined {
+  const out = execFileSync("ps", ["-o", "pid=,args=", "--ppid", String(npm.pid)]).toString();
+  const line = out.split("\n").find((l) => l.includes(`node ${ENTRY}`));
+  return line ? Number(line.trim().split(/\s+/)[0]) : undefined;
+}
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+async function until(check: () => boolean, ms: number): Promise<boolean> {
+  for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 100))) if (check()) return true;
+  return check();
+}
+
+describe("npm start", () => {
+  it("runs node on the compiled server, and SIGTERM to npm drains and exits 0 with the port free", async () => {
+    const s = await npmStart();
+    expect((await fetch(`http://127.0.0.1:${s.port}/readyz`)).status).toBe(200);
+    const pid = serverPid(s.npm);
+    expect(pid).toBeDefined();
+    s.npm.kill("SIGTERM");
+    expect(await s.exited).toBe(0);
+    expect(await until(() => !alive(pid!), 5_000)).toBe(true);
+    await expect(fetch(`http://127.0.0.1:${s.port}/healthz`)).rejects.toThrow();
+  }, 60_000);
+
+  it("leaves no orphan when npm is killed outright", async () => {
+    const s = await npmStart();
+    const pid = serverPid(s.npm);
+    expect(pid).toBeDefined();
+    s.npm.kill("SIGKILL");
+    await s.exited;
+    expect(await until(() => !alive(pid!), 10_000)).toBe(true);
+  }, 60_000);
+});
