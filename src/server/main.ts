@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { ConfigError, loadConfig } from "./config.js";
 import { startApp } from "./app.js";
 import { serializeError, type SerializedError } from "./error-serializer.js";
@@ -5,9 +6,23 @@ import { createLogger } from "./logger.js";
 
 const PARENT_CHECK_MS = 1000;
 
+/**
+ * Settings from a `.env` file in the working directory (or PLATFORM_ENV_FILE),
+ * when there is one; variables already in the environment win.
+ */
+function loadDotEnv(path: string): void {
+  if (!existsSync(path)) return;
+  try {
+    process.loadEnvFile(path);
+  } catch (e) {
+    throw new ConfigError(`${path} could not be read: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
 async function main(): Promise<void> {
   let config;
   try {
+    loadDotEnv(process.env["PLATFORM_ENV_FILE"] ?? ".env");
     config = loadConfig(process.env);
   } catch (e) {
     if (e instanceof ConfigError) {

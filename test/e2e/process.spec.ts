@@ -1,6 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -24,15 +24,17 @@ interface Started {
   npm: ChildProcess;
   port: number;
   exited: Promise<number | null>;
+  /** What the server logged up to the line with its port. */
+  log: string;
 }
 
-async function npmStart(): Promise<Started> {
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: "0", HOST: "127.0.0.1", PLATFORM_DATA_DIR: dataDir, LOG_LEVEL: "info" };
+async function npmStart(extra: Record<string, string> = {}): Promise<Started> {
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: "0", HOST: "127.0.0.1", PLATFORM_DATA_DIR: dataDir, LOG_LEVEL: "info", ...extra };
   delete env["DATABASE_URL"];
   const npm = spawn("npm", ["start", "--silent"], { env, stdio: ["ignore", "pipe", "pipe"] });
   const exited = new Promise<number | null>((resolve) => npm.once("exit", (code) => resolve(code)));
+  let out = "";
   const port = await new Promise<number>((resolve, reject) => {
-    let out = "";
     const timer = setTimeout(() => reject(new Error(`no port in 30 s: ${out}`)), 30_000);
     npm.stdout!.on("data", (d: Buffer) => {
       out += d.toString();
@@ -43,7 +45,7 @@ async function npmStart(): Promise<Started> {
       }
     });
   });
-  return { npm, port, exited };
+  return { npm, port, exited, log: out };
 }
 
 /** The server: npm's child (the start script execs node, so no shell stands between them). */
@@ -77,6 +79,19 @@ describe("npm start", () => {
     expect(await s.exited).toBe(0);
     expect(await until(() => !alive(pid!), 5_000)).toBe(true);
     await expect(fetch(`http://127.0.0.1:${s.port}/healthz`)).rejects.toThrow();
+  }, 60_000);
+
+  it("reads settings from a .env file (PLATFORM_ENV_FILE here); the environment wins", async () => {
+    const file = join(dataDir, "test.env");
+    // LOG_LEVEL=silent from the file would hide the port line: the environment's info wins.
+    await writeFile(file, "PLATFORM_BASE_URL=http://from-the-env-file.example\nLOG_LEVEL=silent\n");
+    const s = await npmStart({ PLATFORM_ENV_FILE: file });
+    try {
+      expect(s.log).toContain('"url":"http://from-the-env-file.example"');
+    } finally {
+      s.npm.kill("SIGTERM");
+      await s.exited;
+    }
   }, 60_000);
 
   it("leaves no orphan when npm is killed outright", async () => {
