@@ -130,12 +130,35 @@ async function* single(bytes: Uint8Array): AsyncIterable<Uint8Array> {
   yield bytes;
 }
 
+/**
+ * The status in gRPC headers or trailers, as callers should read it: an
+ * undecodable request is INVALID_ARGUMENT, and grpc-message is
+ * percent-encoded only where the gRPC spec asks (bytes outside printable
+ * ASCII, and `%`). connect-es encodes like encodeURIComponent, which
+ * grpc-js shows undecoded ("Invalid argument%3A name%3A …").
+ */
 function rewriteGrpcStatus(headers: Headers | undefined): void {
-  if (!headers || headers.get("grpc-status") !== String(Code.Internal)) return;
-  const message = decodeURIComponent(headers.get("grpc-message") ?? "");
-  if (!undecodable(message)) return;
-  headers.set("grpc-status", String(Code.InvalidArgument));
-  headers.set("grpc-message", encodeURIComponent(invalidMessage(message)));
+  const raw = headers?.get("grpc-message");
+  if (!headers || raw === null || raw === undefined) return;
+  let message: string;
+  try {
+    message = decodeURIComponent(raw);
+  } catch {
+    return;
+  }
+  if (headers.get("grpc-status") === String(Code.Internal) && undecodable(message)) {
+    headers.set("grpc-status", String(Code.InvalidArgument));
+    message = invalidMessage(message);
+  }
+  headers.set("grpc-message", grpcPercentEncode(message));
+}
+
+function grpcPercentEncode(text: string): string {
+  let out = "";
+  for (const byte of Buffer.from(text, "utf8")) {
+    out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+  }
+  return out;
 }
 
 /** gRPC-Web carries the status in a final frame (flag 0x80) of the body. */

@@ -92,6 +92,8 @@ describe("groups over gRPC (@grpc/grpc-js)", () => {
   it("sends INVALID_ARGUMENT with BadRequest and ErrorInfo in grpc-status-details-bin", async () => {
     const err = await failure(rpc("CreateGroup", { group: { name: "" } }));
     expect(err.code).toBe(grpc.status.INVALID_ARGUMENT);
+    // grpc-message as grpc-js reads it: nothing left percent-encoded.
+    expect(err.details).toBe("Invalid argument: name: must match the pattern ^[a-z0-9 ._-]{1,}$");
     const status = grpcStatusDetails(err);
     expect(status.code).toBe(3);
     expect(status.message).toBe("Invalid argument: name: must match the pattern ^[a-z0-9 ._-]{1,}$");
