@@ -27,3 +27,34 @@ export function isDataError(e: unknown): boolean {
   const state = sqlState(e);
   return state !== undefined && (state.startsWith("22") || state.startsWith("54"));
 }
+
+// What a database that cannot be reached looks like from postgres.js (its
+// own codes and the socket's) and from PostgreSQL itself (class 08,
+// connection exception; 57P01-57P03, shutting down or starting; 53300, too
+// many connections).
+const UNREACHABLE_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EPIPE",
+  "CONNECT_TIMEOUT",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+  "57P01",
+  "57P02",
+  "57P03",
+  "53300",
+]);
+
+/** The database could not be reached (refused, reset, timed out, shutting down): worth retrying, not a bug. */
+export function isDatabaseUnavailable(e: unknown): boolean {
+  for (let cur: unknown = e, depth = 0; cur && typeof cur === "object" && depth < 5; depth++) {
+    const code = (cur as { code?: unknown }).code;
+    if (typeof code === "string" && (UNREACHABLE_CODES.has(code) || code.startsWith("08"))) return true;
+    cur = (cur as { cause?: unknown }).cause;
+  }
+  return false;
+}

@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { isDataError } from "../db/pg-errors.js";
+import { isDataError, isDatabaseUnavailable } from "../db/pg-errors.js";
 import {
   BadRequestSchema,
   ErrorInfoSchema,
@@ -93,6 +93,18 @@ export function unimplemented(description: string): ConnectError {
   return new ConnectError(`Unimplemented: ${clip(description)}`, Code.Unimplemented);
 }
 
+/** Seconds a client is asked to wait before retrying an UNAVAILABLE call. */
+export const RETRY_AFTER_SECONDS = 2;
+
+/**
+ * UNAVAILABLE: the service cannot answer now (its database is unreachable)
+ * and the caller should retry; `Retry-After` rides along as metadata, so it
+ * reaches Connect and gRPC callers as a header and REST callers too.
+ */
+export function unavailable(description: string): ConnectError {
+  return new ConnectError(`Unavailable: ${clip(description)}`, Code.Unavailable, { "retry-after": String(RETRY_AFTER_SECONDS) });
+}
+
 /** INTERNAL without leaking the cause to the caller; the cause is kept for the log. */
 export function internalError(cause: unknown): ConnectError {
   return new ConnectError("Internal error", Code.Internal, undefined, undefined, cause);
@@ -101,12 +113,14 @@ export function internalError(cause: unknown): ConnectError {
 /**
  * Anything thrown, as the error the caller sees: a ConnectError as it is; a
  * value PostgreSQL refused (a data exception or a size limit, which input
- * checks should have caught first) as INVALID_ARGUMENT; anything else as
+ * checks should have caught first) as INVALID_ARGUMENT; a database that
+ * cannot be reached as UNAVAILABLE (retry); anything else as
  * INTERNAL, its cause handed to `onInternal` (the log) and never to the
  * caller. Every entry point (RPC interceptor, REST, plain HTTP routes) uses it.
  */
 export function toConnectError(thrown: unknown, onInternal: (cause: unknown) => void): ConnectError {
   if (thrown instanceof ConnectError) return thrown;
+  if (isDatabaseUnavailable(thrown)) return unavailable("the database cannot be reached; retry shortly");
   if (isDataError(thrown)) return invalidArgument("request", "contains a value that cannot be stored (too large, out of range or not valid text)");
   onInternal(thrown);
   return internalError(thrown);

@@ -12,6 +12,8 @@ export {
   unauthenticated,
   unimplemented,
   internalError,
+  unavailable,
+  RETRY_AFTER_SECONDS,
   toConnectError,
   clip,
   MAX_ERROR_TEXT,

@@ -1,7 +1,7 @@
 import type http from "node:http";
 import type http2 from "node:http2";
 import { bearerToken, exchangeToken, jwks, openidConfiguration, type SigningKeys, type TokenExchangeDeps } from "../auth/index.js";
-import { httpStatusFromCode, toConnectError, toStatusJson, withErrorInfo } from "../errors/index.js";
+import { sendError } from "../rest/response.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 type Res = http.ServerResponse | http2.Http2ServerResponse;
@@ -74,10 +74,8 @@ export function plainRoutes(deps: PlainRouteDeps): (req: Req, res: Res) => Promi
     ...[...(deps.authRoutes ?? [])].map(([path, route]): [string, Route] => [`${authPrefix}${path}`, route]),
   ]);
 
-  const fail = (res: Res, e: unknown) => {
-    const err = withErrorInfo(toConnectError(e, deps.onInternalError), deps.errorDomain);
-    sendJson(res, httpStatusFromCode(err.code), toStatusJson(err));
-  };
+  const fail = (res: Res, e: unknown) =>
+    sendError(res, e, { domain: deps.errorDomain, headers: { "cache-control": "no-store" }, onInternalError: deps.onInternalError });
 
   return (req, res) => {
     const url = new URL(req.url ?? "/", "http://localhost");
