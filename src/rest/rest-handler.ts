@@ -1,7 +1,7 @@
 import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import { createRegistry, type DescFile, type DescMethodUnary, type DescService, type Message, type Registry } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
 import { invalidArgument, unimplemented } from "../errors/index.js";
 import { BodyReadError, BodyTooLargeError, DEFAULT_MAX_BODY_BYTES, readBody } from "./body.js";
 import { FieldLookup } from "./field-lookup.js";
@@ -23,6 +23,8 @@ export interface RestHandlerOptions {
   serviceDomain: string;
   /** Default 1 MiB. */
   maxBodyBytes?: number;
+  /** Context values to start each call with (e.g. its access-log record). */
+  contextValues?: (req: http.IncomingMessage | http2.Http2ServerRequest) => ContextValues;
   /** Receives unexpected (non-Connect) errors for the log; the caller only sees "Internal error". */
   onInternalError?: (cause: unknown) => void;
 }
@@ -41,6 +43,7 @@ export type RestInvoke = (
   requestMethod: string,
   url: string,
   clientGone: ClientGone,
+  values: ContextValues | undefined,
 ) => Promise<Message>;
 
 /**
@@ -128,7 +131,7 @@ export function createRestHandler(opts: RestHandlerOptions): RestHandler {
         if (body === undefined) return; // client gone mid-body
       }
       const input = binder.bind({ route, captures: match.captures, query, body });
-      const output = await opts.invoke(route.method, input, forwardedHeaders(req), httpMethod, url, clientGone);
+      const output = await opts.invoke(route.method, input, forwardedHeaders(req), httpMethod, url, clientGone, opts.contextValues?.(req));
       if (clientGone.gone) return; // nobody is listening any more
       sendJson(sink, 200, renderer.render(route.method.output, output, route.responseBody));
     } catch (e) {

@@ -14,6 +14,7 @@ import { API_SERVICES, type ServiceContext } from "../services/index.js";
 import { registerHealth, registerReflection } from "../services/grpc/index.js";
 import { sealPlaintextClientSecrets } from "../services/iam/identity-provider-secret.js";
 import { resolveUrls, type Config, type ResolvedUrls } from "./config.js";
+import { AccessLog } from "./access-log.js";
 import { CallPipeline } from "./call-pipeline.js";
 import { bind, type RequestHandler } from "./listener.js";
 import { rpcHandler } from "./rpc-handler.js";
@@ -93,6 +94,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     () => grantsCache.invalidate(),
   );
 
+  const accessLog = new AccessLog(log);
   const descriptors = API_SERVICES.map((s) => s.service);
   // Built once: the Connect router registers them, REST calls them directly.
   const implementations = API_SERVICES.map((s) => s.implement(ctx));
@@ -115,7 +117,8 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
 
   const rest = createRestHandler({
     services: descriptors,
-    invoke: (method, message, header, requestMethod, url, clientGone) => pipeline.call(method, message, header, requestMethod, url, clientGone),
+    invoke: (method, message, header, requestMethod, url, clientGone, values) => pipeline.call(method, message, header, requestMethod, url, clientGone, values),
+    contextValues: (req) => accessLog.contextValues(req),
     serviceDomain: urls.serviceDomain,
     maxBodyBytes: MAX_MESSAGE_BYTES,
     onInternalError: (cause) => log.error({ err: cause }, "internal error in REST layer"),
@@ -156,8 +159,10 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     ...routerOptions,
     fallback: (req, res) => void rest(req, res).catch((e: unknown) => log.error({ err: e }, "REST handler failed")),
     onError: (e) => log.error({ err: e }, "RPC handler failed"),
+    contextValues: (req) => accessLog.contextValues(req),
   });
   const handler: RequestHandler = (req, res) => {
+    accessLog.begin(req, res);
     const served = plain(req, res);
     if (served) served.catch((e: unknown) => log.error({ err: e }, "route failed"));
     else rpc(req, res);

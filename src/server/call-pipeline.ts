@@ -6,6 +6,7 @@ import { errorDomainForService, toConnectError, withErrorInfo } from "../errors/
 import { checkRequest } from "../services/request-check.js";
 import type { ClientGone } from "../rest/index.js";
 import type { BoundService } from "../services/index.js";
+import { accessRecordKey } from "./access-log.js";
 
 /** One call, as every entry point sees it. `message` is undefined for streaming requests. */
 export interface PipelineCall {
@@ -56,14 +57,21 @@ export class CallPipeline {
 
   /** Runs `invoke` for `call` behind every check; anything thrown leaves as a ConnectError with ErrorInfo. */
   async run<T>(call: PipelineCall, invoke: () => Promise<T>): Promise<T> {
+    const record = call.values.get(accessRecordKey);
+    if (record) record.rpc = `${call.service.typeName}/${call.method.name}`;
     try {
       if (!isPublicService(call.service.typeName)) {
-        await authenticate(this.opts.tokens, this.opts.audiences, call.header.get("authorization"), call.values);
+        const principal = await authenticate(this.opts.tokens, this.opts.audiences, call.header.get("authorization"), call.values);
+        if (record) record.identity = principal.identityUid;
         if (call.message !== undefined) checkRequest(call.method, call.message as Record<string, unknown>);
       }
-      return await this.opts.authorizer.authorize(call, invoke);
+      const result = await this.opts.authorizer.authorize(call, invoke);
+      if (record) record.code = 0;
+      return result;
     } catch (e) {
-      throw withErrorInfo(toConnectError(e, this.opts.onInternalError), this.domainOf(call.service));
+      const err = withErrorInfo(toConnectError(e, this.opts.onInternalError), this.domainOf(call.service));
+      if (record) record.code = err.code;
+      throw err;
     }
   }
 
@@ -80,9 +88,16 @@ export class CallPipeline {
    * Calls a unary method's implementation directly with a message already
    * bound (REST): no second router, no serialisation round trip.
    */
-  async call(method: DescMethodUnary, message: Message, header: Headers, requestMethod: string, url: string, clientGone: ClientGone): Promise<Message> {
+  async call(
+    method: DescMethodUnary,
+    message: Message,
+    header: Headers,
+    requestMethod: string,
+    url: string,
+    clientGone: ClientGone,
+    values: ContextValues = createContextValues(),
+  ): Promise<Message> {
     const fn = this.unary.get(method);
-    const values = createContextValues();
     const service = method.parent;
     const result = await this.run({ service, method, message, header, values }, async () => {
       if (!fn) throw new Error(`${service.typeName}/${method.name} has no implementation`);

@@ -1,6 +1,6 @@
 import type http from "node:http";
 import type http2 from "node:http2";
-import { Code, ConnectError, createConnectRouter, type ConnectRouter, type ConnectRouterOptions } from "@connectrpc/connect";
+import { Code, ConnectError, createConnectRouter, type ConnectRouter, type ConnectRouterOptions, type ContextValues } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { clip } from "../errors/index.js";
@@ -14,6 +14,8 @@ export interface RpcHandlerOptions extends ConnectRouterOptions {
   fallback: (req: Req, res: Res) => void;
   /** A handler that failed after it started answering (the response is then cut off). */
   onError: (cause: unknown) => void;
+  /** Context values to start each call with (e.g. its access-log record). */
+  contextValues?: (req: Req) => ContextValues;
 }
 
 // The gRPC and gRPC-Web JSON codecs are not offered: JSON callers use the
@@ -48,7 +50,7 @@ export function rpcHandler(opts: RpcHandlerOptions): (req: Req, res: Res) => voi
     if (GRPC_JSON.test(contentType)) {
       return trailersOnly(res, contentType, Code.InvalidArgument, "the JSON codec is not served over gRPC or gRPC-Web: use application/grpc(+proto), or the Connect protocol or REST for JSON");
     }
-    const uReq = universalRequestFromNodeRequest(req, res, undefined, undefined);
+    const uReq = universalRequestFromNodeRequest(req, res, undefined, opts.contextValues?.(req));
     handler(uReq)
       .then((uRes) => {
         // Only an error needs the await; a success goes straight out.

@@ -1,0 +1,69 @@
+import { randomUUID } from "node:crypto";
+import type http from "node:http";
+import type http2 from "node:http2";
+import { createContextKey, createContextValues, type ContextValues } from "@connectrpc/connect";
+import type { Logger } from "pino";
+
+type Req = http.IncomingMessage | http2.Http2ServerRequest;
+type Res = http.ServerResponse | http2.Http2ServerResponse;
+
+/** What the call pipeline adds to a request's access-log line. */
+export interface AccessRecord {
+  requestId: string;
+  /** `package.Service/Method`, when the request reached an RPC (any protocol). */
+  rpc: string;
+  /** The caller's identity uid, once authenticated. */
+  identity: string;
+  /** The RPC's status code (0 for OK), which gRPC does not show in the HTTP status. */
+  code: number | undefined;
+}
+
+export const accessRecordKey = createContextKey<AccessRecord | undefined>(undefined, { description: "access log record" });
+
+// A caller's x-request-id is echoed when it is a sane token; anything else gets a fresh one.
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * One structured line per request, whatever its protocol (README:
+ * Operations): method, path, HTTP status, RPC and its code, identity,
+ * duration and request id. Never the query string, a header value or a body.
+ */
+export class AccessLog {
+  private readonly records = new WeakMap<Req, AccessRecord>();
+
+  constructor(private readonly log: Logger) {}
+
+  /** Starts the record of `req` (echoing or making its request id) and logs it when the response closes. */
+  begin(req: Req, res: Res): void {
+    const given = req.headers["x-request-id"];
+    const requestId = typeof given === "string" && REQUEST_ID.test(given) ? given : randomUUID();
+    res.setHeader("x-request-id", requestId);
+    const record: AccessRecord = { requestId, rpc: "", identity: "", code: undefined };
+    this.records.set(req, record);
+    const started = performance.now();
+    res.once("close", () => {
+      const url = req.url ?? "";
+      const q = url.indexOf("?");
+      this.log.info(
+        {
+          requestId,
+          method: req.method,
+          path: q === -1 ? url : url.slice(0, q),
+          status: res.statusCode,
+          ...(record.rpc ? { rpc: record.rpc, code: record.code } : {}),
+          ...(record.identity ? { identity: record.identity } : {}),
+          durationMs: Math.round((performance.now() - started) * 100) / 100,
+        },
+        "request",
+      );
+    });
+  }
+
+  /** Context values for a call of `req`, carrying its record to the pipeline. */
+  contextValues(req: Req): ContextValues {
+    const values = createContextValues();
+    const record = this.records.get(req);
+    if (record) values.set(accessRecordKey, record);
+    return values;
+  }
+}

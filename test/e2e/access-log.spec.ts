@@ -1,0 +1,83 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
+import { createLogger } from "../../src/server/logger.js";
+import { connectClient, restClient, type JsonObject } from "../support/clients.js";
+import { bootstrapIdentityUid, createGroup, uidOf } from "../support/rest-iam.js";
+import { startTestServer, type TestServer } from "../support/server.js";
+
+// One structured line per request on every protocol, with the request id
+// echoed (or made), and never a token or a body.
+
+const lines: JsonObject[] = [];
+let server: TestServer;
+let group: string;
+
+beforeAll(async () => {
+  const destination: pino.DestinationStream = { write: (line: string) => void lines.push(JSON.parse(line) as JsonObject) };
+  server = await startTestServer({}, { logger: createLogger("info", destination) });
+  group = uidOf(await createGroup(restClient(server.url, server.token), "access-log"));
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+async function lineFor(requestId: string): Promise<JsonObject> {
+  for (let i = 0; i < 50; i++) {
+    const found = lines.find((l) => l["msg"] === "request" && l["requestId"] === requestId);
+    if (found) return found;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`no access-log line for ${requestId}`);
+}
+
+describe("the access log", () => {
+  it("logs a REST call with its route's RPC, status, identity and duration, and echoes x-request-id", async () => {
+    const res = await fetch(`${server.url}/iam/v2beta1/groups/${group}`, {
+      headers: { authorization: `Bearer ${server.token}`, "x-request-id": "rest-1" },
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("x-request-id")).toBe("rest-1");
+    const line = await lineFor("rest-1");
+    expect(line).toMatchObject({
+      level: 30,
+      method: "GET",
+      path: `/iam/v2beta1/groups/${group}`,
+      status: 200,
+      rpc: "platform.iam.v2beta1.GroupsService/GetGroup",
+      code: 0,
+      identity: bootstrapIdentityUid(server.token),
+    });
+    expect(typeof line["durationMs"]).toBe("number");
+    expect(JSON.stringify(line)).not.toContain(server.token);
+    // The path, never the query string.
+    await fetch(`${server.url}/iam/v2beta1/groups?name=secret-looking`, { headers: { authorization: `Bearer ${server.token}`, "x-request-id": "rest-2" } });
+    expect(await lineFor("rest-2")).toMatchObject({ path: "/iam/v2beta1/groups", rpc: "platform.iam.v2beta1.GroupsService/ListGroups" });
+    expect(JSON.stringify(lines)).not.toContain("secret-looking");
+  });
+
+  it("logs gRPC and Connect calls, with the RPC's code where HTTP says 200", async () => {
+    for (const protocol of ["grpc", "connect"] as const) {
+      const id = `${protocol}-1`;
+      const client = connectClient(GroupsService, server.url, server.token, protocol);
+      const err = await client.getGroup({ uid: "0".repeat(40) }, { headers: { "x-request-id": id } }).then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
+      expect(err?.code).toBe(Code.NotFound);
+      const line = await lineFor(id);
+      expect(line).toMatchObject({ method: "POST", path: "/platform.iam.v2beta1.GroupsService/GetGroup", rpc: "platform.iam.v2beta1.GroupsService/GetGroup", code: Code.NotFound });
+      expect(line["status"]).toBe(protocol === "grpc" ? 200 : 404);
+    }
+  });
+
+  it("makes a request id when none (or a malformed one) is given", async () => {
+    for (const given of [undefined, "bad id with spaces", "x".repeat(200)]) {
+      const res = await fetch(`${server.url}/healthz`, { headers: given ? { "x-request-id": given } : {} });
+      const id = res.headers.get("x-request-id") ?? "";
+      expect(id).toMatch(/^[0-9a-f-]{36}$/);
+      expect(await lineFor(id)).toMatchObject({ path: "/healthz", status: 200 });
+    }
+  });
+});
