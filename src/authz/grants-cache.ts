@@ -26,12 +26,16 @@ export class GrantsCache {
   constructor(
     private readonly load: (identityUid: string) => Promise<Grants>,
     private readonly clock: () => Date,
+    /** Told of each lookup: whether the cache had the grants (metrics). */
+    private readonly onLookup: (hit: boolean) => void = () => {},
   ) {}
 
   async get(identityUid: string): Promise<Grants> {
     const now = this.clock().getTime();
     const hit = this.entries.get(identityUid);
-    if (hit && now - hit.loadedAt < MAX_AGE_MS) return hit.grants;
+    const fresh = hit !== undefined && now - hit.loadedAt < MAX_AGE_MS;
+    this.onLookup(fresh);
+    if (fresh) return hit.grants;
     const generation = this.generation;
     const grants = await this.load(identityUid);
     if (generation === this.generation) {

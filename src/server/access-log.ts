@@ -31,7 +31,11 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 export class AccessLog {
   private readonly records = new WeakMap<Req, AccessRecord>();
 
-  constructor(private readonly log: Logger) {}
+  constructor(
+    private readonly log: Logger,
+    /** Also told of every finished request (metrics). */
+    private readonly onFinished: (record: AccessRecord, status: number, seconds: number) => void = () => {},
+  ) {}
 
   /** Starts the record of `req` (echoing or making its request id) and logs it when the response closes. */
   begin(req: Req, res: Res): void {
@@ -42,6 +46,8 @@ export class AccessLog {
     this.records.set(req, record);
     const started = performance.now();
     res.once("close", () => {
+      const elapsed = performance.now() - started;
+      this.onFinished(record, res.statusCode, elapsed / 1000);
       const url = req.url ?? "";
       const q = url.indexOf("?");
       this.log.info(
@@ -52,7 +58,7 @@ export class AccessLog {
           status: res.statusCode,
           ...(record.rpc ? { rpc: record.rpc, code: record.code } : {}),
           ...(record.identity ? { identity: record.identity } : {}),
-          durationMs: Math.round((performance.now() - started) * 100) / 100,
+          durationMs: Math.round(elapsed * 100) / 100,
         },
         "request",
       );

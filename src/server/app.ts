@@ -16,6 +16,7 @@ import { sealPlaintextClientSecrets } from "../services/iam/identity-provider-se
 import { resolveUrls, type Config, type ResolvedUrls } from "./config.js";
 import { AccessLog } from "./access-log.js";
 import { CallPipeline } from "./call-pipeline.js";
+import { Metrics } from "./metrics.js";
 import { bind, type RequestHandler } from "./listener.js";
 import { rpcHandler } from "./rpc-handler.js";
 import { plainRoutes } from "./plain-routes.js";
@@ -87,14 +88,15 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     }
   };
 
-  const grantsCache = new GrantsCache(Grants.loader(database.db), clock);
+  const metrics = new Metrics();
+  const grantsCache = new GrantsCache(Grants.loader(database.db), clock, (hit) => metrics.grantsLookup(hit));
   const unlistenGrants = await database.listen(
     GRANTS_CHANGED_CHANNEL,
     () => grantsCache.invalidate(),
     () => grantsCache.invalidate(),
   );
 
-  const accessLog = new AccessLog(log);
+  const accessLog = new AccessLog(log, (record, status, seconds) => metrics.request(record, status, seconds));
   const descriptors = API_SERVICES.map((s) => s.service);
   // Built once: the Connect router registers them, REST calls them directly.
   const implementations = API_SERVICES.map((s) => s.implement(ctx));
@@ -140,6 +142,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       onRejected: (reason) => log.info({ reason }, "token exchange rejected"),
     },
     errorDomain: `iam.${urls.serviceDomain}`,
+    metrics,
     onInternalError: (cause) => log.error({ err: cause }, "internal error in an HTTP route"),
     authRoutes: loginRoutes({
       db: database.db,

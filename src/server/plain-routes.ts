@@ -1,7 +1,9 @@
 import type http from "node:http";
 import type http2 from "node:http2";
 import { bearerToken, exchangeToken, jwks, openidConfiguration, type SigningKeys, type TokenExchangeDeps } from "../auth/index.js";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { sendError } from "../rest/response.js";
+import type { Metrics } from "./metrics.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 type Res = http.ServerResponse | http2.Http2ServerResponse;
@@ -15,6 +17,8 @@ export interface PlainRouteDeps {
   /** ErrorInfo domain of auth errors. */
   errorDomain: string;
   onInternalError: (cause: unknown) => void;
+  /** `/metrics`, and counts of token exchanges by outcome. */
+  metrics: Metrics;
   /** More routes under the auth URL's path (the browser login), keyed by their path below it. */
   authRoutes?: ReadonlyMap<string, Route>;
 }
@@ -40,6 +44,17 @@ export function plainRoutes(deps: PlainRouteDeps): (req: Req, res: Res) => Promi
   const routes = new Map<string, Route>([
     ["/healthz", { methods: ["GET", "HEAD"], serve: async (_req, res) => sendJson(res, 200, { status: "ok" }) }],
     [
+      "/metrics",
+      {
+        methods: ["GET"],
+        serve: async (_req, res) => {
+          const text = await deps.metrics.registry.metrics();
+          res.writeHead(200, { "content-type": deps.metrics.registry.contentType, "cache-control": "no-store", "content-length": Buffer.byteLength(text) });
+          res.end(text);
+        },
+      },
+    ],
+    [
       "/readyz",
       {
         methods: ["GET", "HEAD"],
@@ -62,11 +77,18 @@ export function plainRoutes(deps: PlainRouteDeps): (req: Req, res: Res) => Promi
       {
         methods: ["GET", "POST"],
         serve: async (req, res, url) => {
-          const minted = await exchangeToken(deps.exchange, {
-            audience: url.searchParams.get("aud") ?? "",
-            identityUid: url.searchParams.get("identity") ?? "",
-            oidcToken: bearerToken(req.headers["authorization"] ?? null),
-          });
+          let minted: Awaited<ReturnType<typeof exchangeToken>>;
+          try {
+            minted = await exchangeToken(deps.exchange, {
+              audience: url.searchParams.get("aud") ?? "",
+              identityUid: url.searchParams.get("identity") ?? "",
+              oidcToken: bearerToken(req.headers["authorization"] ?? null),
+            });
+          } catch (e) {
+            deps.metrics.tokenExchange(e instanceof ConnectError && e.code === Code.InvalidArgument ? "invalid" : "refused");
+            throw e;
+          }
+          deps.metrics.tokenExchange("issued");
           sendJson(res, 200, { token: minted.token, expiry: minted.expiry.toISOString() });
         },
       },

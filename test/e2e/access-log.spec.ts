@@ -81,3 +81,22 @@ describe("the access log", () => {
     }
   });
 });
+
+describe("/metrics", () => {
+  it("counts requests by RPC, code and status with latency buckets, grants-cache lookups, token exchanges and the process", async () => {
+    await fetch(`${server.url}/iam/v2beta1/groups/${group}`, { headers: { authorization: `Bearer ${server.token}` } });
+    await fetch(`${server.url}/sts/exchange?aud=${encodeURIComponent(server.app.urls.baseUrl)}&identity=%00`);
+    await fetch(`${server.url}/sts/exchange?aud=${encodeURIComponent(server.app.urls.baseUrl)}&identity=${group}/0123456789abcdef`);
+    const res = await fetch(`${server.url}/metrics`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = await res.text();
+    expect(text).toMatch(/platform_request_duration_seconds_count\{rpc="platform\.iam\.v2beta1\.GroupsService\/GetGroup",code="OK",status="200"\} [1-9]/);
+    expect(text).toMatch(/platform_request_duration_seconds_bucket\{le="0\.005",rpc="platform\.iam\.v2beta1\.GroupsService\/GetGroup",code="OK",status="200"\} \d+/);
+    expect(text).toMatch(/platform_grants_cache_lookups_total\{result="hit"\} [1-9]/);
+    expect(text).toMatch(/platform_token_exchanges_total\{outcome="invalid"\} [1-9]/);
+    expect(text).toMatch(/platform_token_exchanges_total\{outcome="refused"\} [1-9]/);
+    expect(text).toMatch(/platform_process_cpu_seconds_total \d/);
+    expect(text).toMatch(/platform_nodejs_eventloop_lag_seconds \d/);
+  });
+});
