@@ -1,10 +1,13 @@
 import { existsSync } from "node:fs";
+import { pino } from "pino";
 import { ConfigError, loadConfig } from "./config.js";
 import { startApp } from "./app.js";
 import { serializeError, type SerializedError } from "./error-serializer.js";
 import { createLogger } from "./logger.js";
 
 const PARENT_CHECK_MS = 1000;
+/** Log lines are written in batches (one per request adds up); none waits longer than this. */
+const LOG_FLUSH_MS = 500;
 
 /**
  * Settings from a `.env` file in the working directory (or PLATFORM_ENV_FILE),
@@ -31,18 +34,26 @@ async function main(): Promise<void> {
     }
     throw e;
   }
-  const logger = createLogger(config.logLevel);
+  const destination = pino.destination({ dest: 1, sync: true, minLength: 8 * 1024 });
+  const logger = createLogger(config.logLevel, destination);
+  setInterval(() => destination.flush(), LOG_FLUSH_MS).unref();
   const app = await startApp(config, { logger });
+  // Whoever waits for the startup lines (the port, the admin token path) sees them now.
+  destination.flushSync();
+  const exit = (code: number) => {
+    destination.flushSync();
+    process.exit(code);
+  };
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, "draining in-flight requests");
     app.close().then(
-      () => process.exit(0),
+      () => exit(0),
       (e: unknown) => {
         logger.error({ err: e }, "shutdown failed");
-        process.exit(1);
+        exit(1);
       },
     );
   };
