@@ -14,6 +14,7 @@ export class Metrics {
   private readonly requestSeconds: Histogram<"rpc" | "code" | "status">;
   private readonly grantsLookups: Counter<"result">;
   private readonly tokenExchanges: Counter<"outcome">;
+  private readonly requestSeries = new Map<string, { observe(value: number): void }>();
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: "platform_" });
@@ -39,8 +40,14 @@ export class Metrics {
   }
 
   request(record: AccessRecord, status: number, seconds: number): void {
-    const code = record.code === undefined ? "" : codeName(record.code);
-    this.requestSeconds.observe({ rpc: record.rpc, code, status: String(status) }, seconds);
+    const key = `${record.rpc} ${record.code ?? ""} ${status}`;
+    let series = this.requestSeries.get(key);
+    if (!series) {
+      // One series per (RPC, code, status): looked up by one string rather than re-hashing the labels each time.
+      series = this.requestSeconds.labels({ rpc: record.rpc, code: record.code === undefined ? "" : codeName(record.code), status: String(status) });
+      this.requestSeries.set(key, series);
+    }
+    series.observe(seconds);
   }
 
   grantsLookup(hit: boolean): void {
