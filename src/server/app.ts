@@ -119,7 +119,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
 
   const rest = createRestHandler({
     services: descriptors,
-    invoke: (method, message, header, requestMethod, url, clientGone, values) => pipeline.call(method, message, header, requestMethod, url, clientGone, values),
+    invoke: pipeline.call,
     contextValues: (req) => accessLog.contextValues(req),
     serviceDomain: urls.serviceDomain,
     maxBodyBytes: MAX_MESSAGE_BYTES,

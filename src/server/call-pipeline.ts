@@ -1,10 +1,10 @@
-import { create, isMessage, type DescMethod, type DescMethodUnary, type DescService, type Message } from "@bufbuild/protobuf";
+import { create, isMessage, type DescMethod, type DescService, type Message } from "@bufbuild/protobuf";
 import { createContextValues, type ContextValues, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import { authenticate, isPublicService, type TokenService } from "../auth/index.js";
 import type { Authorizer } from "../authz/index.js";
 import { errorDomainForService, toConnectError, withErrorInfo } from "../errors/index.js";
 import { checkRequest } from "../services/request-check.js";
-import type { ClientGone } from "../rest/index.js";
+import type { RestInvoke } from "../rest/index.js";
 import type { BoundService } from "../services/index.js";
 import { accessRecordKey } from "./access-log.js";
 
@@ -88,15 +88,7 @@ export class CallPipeline {
    * Calls a unary method's implementation directly with a message already
    * bound (REST): no second router, no serialisation round trip.
    */
-  async call(
-    method: DescMethodUnary,
-    message: Message,
-    header: Headers,
-    requestMethod: string,
-    url: string,
-    clientGone: ClientGone,
-    values: ContextValues = createContextValues(),
-  ): Promise<Message> {
+  readonly call: RestInvoke = async (method, message, header, requestMethod, url, clientGone, values = createContextValues()) => {
     const fn = this.unary.get(method);
     const service = method.parent;
     const result = await this.run({ service, method, message, header, values }, async () => {
@@ -120,7 +112,7 @@ export class CallPipeline {
       return fn(message, context);
     });
     return isMessage(result, method.output) ? result : create(method.output, result as never);
-  }
+  };
 
   private domainOf(service: DescService): string {
     let domain = this.domains.get(service);
