@@ -8,7 +8,7 @@ import { RE2JS } from "re2js";
  */
 
 /** Claims longer than this never match a pattern (and are not scanned). */
-export const MAX_MATCHED_CLAIM_LENGTH = 2048;
+const MAX_MATCHED_CLAIM_LENGTH = 2048;
 const COMPILED_CACHE_SIZE = 1000;
 
 const compiled = new LRUCache<string, RE2JS>({ max: COMPILED_CACHE_SIZE });

@@ -4,5 +4,4 @@ export { authenticate, isPublicService, principalKey, bearerToken, type Principa
 export { openidConfiguration, jwks } from "./well-known.js";
 export { bootstrapAdminToken, writeAdminToken } from "./bootstrap.js";
 export { OidcIssuers } from "./oidc-issuers.js";
-export { exchangeToken, audienceAccepted, type TokenExchangeDeps } from "./token-exchange.js";
-export { compileClaimPattern, matchesClaimPattern, ClaimPatternError, MAX_MATCHED_CLAIM_LENGTH } from "./claim-pattern.js";
+export { exchangeToken, type TokenExchangeDeps } from "./token-exchange.js";

@@ -9,7 +9,7 @@ import {
 } from "../../gen/google/rpc/error_details_pb.js";
 
 /** Longest text an error repeats from a request; more would not fit a gRPC header. */
-export const MAX_ERROR_TEXT = 512;
+const MAX_ERROR_TEXT = 512;
 
 /**
  * `text` cut to MAX_ERROR_TEXT characters (never inside a surrogate pair):
@@ -94,7 +94,7 @@ export function unimplemented(description: string): ConnectError {
 }
 
 /** Seconds a client is asked to wait before retrying an UNAVAILABLE call. */
-export const RETRY_AFTER_SECONDS = 2;
+const RETRY_AFTER_SECONDS = 2;
 
 /**
  * UNAVAILABLE: the service cannot answer now (its database is unreachable)

@@ -13,10 +13,8 @@ export {
   unimplemented,
   internalError,
   unavailable,
-  RETRY_AFTER_SECONDS,
   toConnectError,
   clip,
-  MAX_ERROR_TEXT,
   type FieldViolation,
 } from "./constructors.js";
 export { withErrorInfo, errorDomainForService } from "./error-info.js";
