@@ -40,7 +40,10 @@ export function startNode(opts: StartOptions): Promise<Started> {
     const echo =
       opts.onLine ??
       ((line: string) => {
-        // Later output (warnings, the shutdown line) is worth seeing, not worth flooding the report.
+        // Warnings, errors and text that is not a log line are worth seeing (the first few);
+        // the access log's line per request is not.
+        const level = /^\{"level":(\d+)/.exec(line)?.[1];
+        if (level !== undefined && Number(level) < 40) return;
         if (echoed++ < 10) process.stderr.write(`  [${opts.name}] ${line.slice(0, 300)}\n`);
       });
     const timer = setTimeout(() => {

@@ -1,8 +1,8 @@
 import type http from "node:http";
 import type http2 from "node:http2";
 import { Code, ConnectError, createConnectRouter, type ConnectRouter, type ConnectRouterOptions, type ContextValues } from "@connectrpc/connect";
-import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
-import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
+import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { compressionBrotli, compressionGzip, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { clip } from "../errors/index.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
@@ -50,12 +50,12 @@ export function rpcHandler(opts: RpcHandlerOptions): (req: Req, res: Res) => voi
     if (GRPC_JSON.test(contentType)) {
       return trailersOnly(res, contentType, Code.InvalidArgument, "the JSON codec is not served over gRPC or gRPC-Web: use application/grpc(+proto), or the Connect protocol or REST for JSON");
     }
-    const uReq = universalRequestFromNodeRequest(req, res, undefined, opts.contextValues?.(req));
-    handler(uReq)
+    // One answer message (unary and client-streaming methods): read whole and written at once.
+    const single = handler.method.methodKind === "unary" || handler.method.methodKind === "client_streaming";
+    handler(universalRequest(req, res, opts.contextValues?.(req)))
       .then((uRes) => {
-        // Only an error needs the await; a success goes straight out.
-        const out = decodingErrorsAsInvalid(uRes, contentType);
-        return out instanceof Promise ? out.then((r) => universalResponseToNodeResponse(r, res)) : universalResponseToNodeResponse(out, res);
+        if (single) return writeSingle(uRes, res, contentType);
+        return universalResponseToNodeResponse(decodingErrorsAsInvalid(uRes, contentType), res);
       })
       .catch((reason: unknown) => {
         if (ConnectError.from(reason).code === Code.Aborted) return;
@@ -68,6 +68,82 @@ export function rpcHandler(opts: RpcHandlerOptions): (req: Req, res: Res) => voi
         }
       });
   };
+}
+
+/**
+ * The call as Connect's handlers take it. Like connect-node's
+ * universalRequestFromNodeRequest, less two costs every call paid
+ * (docs/architecture.md, "One path per request"): its signal is aborted only
+ * when the client goes away before the answer is complete, with a reason (a
+ * signal aborted without one makes a DOMException and captures its stack),
+ * and the body is the request stream itself, not a generator around it.
+ */
+function universalRequest(req: Req, res: Res, contextValues: ContextValues | undefined): UniversalServerRequest {
+  const controller = new AbortController();
+  res.once("close", () => {
+    if (!res.writableEnded) controller.abort(new ConnectError("the client went away before the answer was complete", Code.Canceled));
+  });
+  const authority = "authority" in req ? req.authority : req.headers.host;
+  if (authority === undefined) throw new ConnectError("the request names no authority (Host)", Code.InvalidArgument);
+  const encrypted = "encrypted" in req.socket && req.socket.encrypted === true;
+  return {
+    httpVersion: req.httpVersion,
+    method: req.method ?? "",
+    url: `${encrypted ? "https" : "http"}://${authority}${req.url ?? ""}`,
+    header: webHeaders(req.headers),
+    body: req as AsyncIterable<Uint8Array>,
+    signal: controller.signal,
+    contextValues,
+  };
+}
+
+/** Node's request headers as fetch Headers, without HTTP/2 pseudo-headers (`:path`, …). */
+function webHeaders(node: http.IncomingHttpHeaders): Headers {
+  const out = new Headers();
+  for (const name in node) {
+    if (name.charCodeAt(0) === 0x3a) continue;
+    const value = node[name];
+    if (typeof value === "string") out.append(name, value);
+    else if (value) for (const v of value) out.append(name, v);
+  }
+  return out;
+}
+
+function nodeHeaders(headers: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  headers.forEach((value, name) => (out[name] = value));
+  return out;
+}
+
+/**
+ * An answer of one message (or an error), written in one go: its body is
+ * read whole (it is one envelope), then headers, body and trailers leave
+ * together, with none of the per-chunk promises and listeners a streamed
+ * answer needs. Undecodable requests are reported as INVALID_ARGUMENT here.
+ */
+async function writeSingle(uRes: UniversalServerResponse, res: Res, contentType: string): Promise<void> {
+  const chunks: Uint8Array[] = [];
+  if (uRes.body) for await (const chunk of uRes.body) chunks.push(chunk);
+  let body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+  let status = uRes.status;
+  const header = uRes.header;
+  if (contentType.startsWith("application/grpc-web")) {
+    body = rewriteGrpcWebFrames(body);
+  } else if (contentType.startsWith("application/grpc")) {
+    rewriteGrpcStatus(header);
+    rewriteGrpcStatus(uRes.trailer);
+  } else if (status === 500 && body.length > 0) {
+    const rewritten = connectErrorAsInvalid(body);
+    if (rewritten) {
+      status = 400;
+      body = rewritten;
+      header?.set("content-length", String(body.byteLength));
+    }
+  }
+  if (res.writableEnded || res.destroyed) return;
+  res.writeHead(status, header ? nodeHeaders(header) : undefined);
+  if (uRes.trailer) res.addTrailers(nodeHeaders(uRes.trailer));
+  res.end(body);
 }
 
 /** A gRPC answer made only of headers: the status without a message. */
@@ -87,9 +163,9 @@ function invalidMessage(parseError: string): string {
   );
 }
 
-/** connect-es answers an undecodable request with INTERNAL; the caller sent it, so it is INVALID_ARGUMENT. */
-function decodingErrorsAsInvalid(uRes: UniversalServerResponse, contentType: string): UniversalServerResponse | Promise<UniversalServerResponse> {
-  if (contentType.startsWith("application/grpc-web")) return { ...uRes, ...(uRes.body ? { body: rewriteGrpcWebTrailer(uRes.body) } : {}) };
+/** A streamed answer, with its status rewritten as writeSingle does (gRPC and gRPC-Web; a Connect stream ends in a message, not a status). */
+function decodingErrorsAsInvalid(uRes: UniversalServerResponse, contentType: string): UniversalServerResponse {
+  if (contentType.startsWith("application/grpc-web")) return { ...uRes, ...(uRes.body ? { body: rewriteGrpcWebStream(uRes.body) } : {}) };
   if (contentType.startsWith("application/grpc")) {
     const { body, trailer, header } = uRes;
     rewriteGrpcStatus(header);
@@ -102,34 +178,23 @@ function decodingErrorsAsInvalid(uRes: UniversalServerResponse, contentType: str
       })(),
     };
   }
-  // The Connect protocol: a unary error is a JSON body with an HTTP status (500 for INTERNAL).
-  return uRes.status === 500 && uRes.body ? connectErrorAsInvalid(uRes, uRes.body) : uRes;
+  return uRes;
 }
 
 /**
- * A Connect error body, read whole (it is small) before anything is written,
- * and rewritten when it reports an undecodable request: the status and the
- * length follow the body.
+ * A Connect unary error body, rewritten when it reports an undecodable
+ * request (connect-es answers those with INTERNAL; the caller sent it, so it
+ * is INVALID_ARGUMENT). Undefined when it is some other error.
  */
-async function connectErrorAsInvalid(uRes: UniversalServerResponse, body: AsyncIterable<Uint8Array>): Promise<UniversalServerResponse> {
-  const chunks: Uint8Array[] = [];
-  for await (const chunk of body) chunks.push(chunk);
-  const bytes = Buffer.concat(chunks);
+function connectErrorAsInvalid(bytes: Uint8Array): Buffer | undefined {
   let parsed: { code?: unknown; message?: unknown } | undefined;
   try {
-    parsed = JSON.parse(bytes.toString("utf8")) as { code?: unknown; message?: unknown };
+    parsed = JSON.parse(Buffer.from(bytes).toString("utf8")) as { code?: unknown; message?: unknown };
   } catch {
-    parsed = undefined;
+    return undefined;
   }
-  const refused = parsed?.code === "internal" && typeof parsed.message === "string" && undecodable(parsed.message);
-  const out = refused ? Buffer.from(JSON.stringify({ code: "invalid_argument", message: invalidMessage(String(parsed?.message)) })) : bytes;
-  const header = new Headers(uRes.header);
-  header.set("content-length", String(out.byteLength));
-  return { ...uRes, status: refused ? 400 : uRes.status, header, body: single(out) };
-}
-
-async function* single(bytes: Uint8Array): AsyncIterable<Uint8Array> {
-  yield bytes;
+  if (parsed?.code !== "internal" || typeof parsed.message !== "string" || !undecodable(parsed.message)) return undefined;
+  return Buffer.from(JSON.stringify({ code: "invalid_argument", message: invalidMessage(parsed.message) }));
 }
 
 /**
@@ -163,31 +228,41 @@ function grpcPercentEncode(text: string): string {
   return out;
 }
 
-/** gRPC-Web carries the status in a final frame (flag 0x80) of the body. */
-async function* rewriteGrpcWebTrailer(body: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
-  for await (const chunk of body) {
-    if (chunk.length < 5 || chunk[0] !== 0x80 || chunk.length !== 5 + Buffer.from(chunk).readUInt32BE(1)) {
-      yield chunk;
-      continue;
+async function* rewriteGrpcWebStream(body: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
+  for await (const chunk of body) yield rewriteGrpcWebFrames(chunk);
+}
+
+/** gRPC-Web carries the status in a final frame (flag 0x80) of the body: `bytes` holds whole frames. */
+function rewriteGrpcWebFrames(bytes: Uint8Array): Uint8Array {
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  for (let at = 0; at + 5 <= buf.length; ) {
+    const end = at + 5 + buf.readUInt32BE(at + 1);
+    if (end > buf.length) break;
+    if (buf[at] === 0x80) {
+      const trailer = rewriteTrailerFrame(buf.subarray(at + 5, end));
+      return trailer ? Buffer.concat([buf.subarray(0, at), trailer, buf.subarray(end)]) : bytes;
     }
-    const headers = new Headers();
-    for (const line of Buffer.from(chunk.subarray(5)).toString("latin1").split("\r\n")) {
-      const at = line.indexOf(":");
-      if (at > 0) headers.append(line.slice(0, at).trim(), line.slice(at + 1).trim());
-    }
-    const before = headers.get("grpc-status");
-    rewriteGrpcStatus(headers);
-    if (headers.get("grpc-status") === before) {
-      yield chunk;
-      continue;
-    }
-    let text = "";
-    headers.forEach((value, name) => (text += `${name}: ${value}\r\n`));
-    const payload = Buffer.from(text, "latin1");
-    const frame = Buffer.alloc(5 + payload.length);
-    frame[0] = 0x80;
-    frame.writeUInt32BE(payload.length, 1);
-    payload.copy(frame, 5);
-    yield frame;
+    at = end;
   }
+  return bytes;
+}
+
+/** A new trailer frame when the status in `payload` had to be rewritten, else undefined. */
+function rewriteTrailerFrame(payload: Buffer): Buffer | undefined {
+  const headers = new Headers();
+  for (const line of payload.toString("latin1").split("\r\n")) {
+    const at = line.indexOf(":");
+    if (at > 0) headers.append(line.slice(0, at).trim(), line.slice(at + 1).trim());
+  }
+  const before = headers.get("grpc-status");
+  const message = headers.get("grpc-message");
+  rewriteGrpcStatus(headers);
+  if (headers.get("grpc-status") === before && headers.get("grpc-message") === message) return undefined;
+  let text = "";
+  headers.forEach((value, name) => (text += `${name}: ${value}\r\n`));
+  const out = Buffer.alloc(5 + Buffer.byteLength(text, "latin1"));
+  out[0] = 0x80;
+  out.writeUInt32BE(out.length - 5, 1);
+  out.write(text, 5, "latin1");
+  return out;
 }
