@@ -3,21 +3,19 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { eq } from "drizzle-orm";
 import { decodeJwt } from "jose";
-import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { schema } from "../../src/db/index.js";
 import { ConfigError, loadConfig } from "../../src/server/config.js";
+import { launchChromium } from "../support/chromium.js";
 import { restClient, type JsonObject } from "../support/clients.js";
 import { startOidcProvider, type TestOidcProvider } from "../support/oidc-provider.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
-// The browser login of issue 5, driven in Debian's chromium: the CLI is a
-// tiny loopback listener here that records what the browser brings back.
+// The browser login of issue 5, driven in a real Chromium (test/support/chromium.ts):
+// the CLI is a tiny loopback listener here that records what the browser brings back.
 
-const CHROMIUM = "/usr/bin/chromium";
 const CHROMIUM_ARGS = [
-  "--headless",
-  "--no-sandbox",
   "--disable-gpu",
   "--disable-quic",
   "--no-first-run",
@@ -94,7 +92,7 @@ beforeAll(async () => {
   server = await startTestServer(upstreamEnv());
   devServer = await startTestServer();
   bothServer = await startTestServer({ ...upstreamEnv(), PLATFORM_DEV_LOGIN: "true" });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, timeout: 30_000 });
+  browser = await launchChromium({ args: CHROMIUM_ARGS });
 });
 
 afterAll(async () => {

@@ -1,0 +1,22 @@
+// The Chromium every browser suite drives, as test/support/chromium-setup.ts
+// chose it for this run: Debian's when installed, otherwise the one from npm.
+import { chromium, type Browser, type LaunchOptions } from "playwright-core";
+
+// Root in CI containers; the sandbox needs user namespaces that containers often lack.
+const COMMON_ARGS = ["--no-sandbox", "--disable-dev-shm-usage"];
+
+/** Which Chromium this run uses, for messages. */
+export function chromiumPath(): string {
+  const path = process.env["PLATFORM_TEST_CHROMIUM_PATH"];
+  if (!path) throw new Error("no Chromium chosen: run the tests through vitest (its globalSetup picks one)");
+  return path;
+}
+
+export async function launchChromium(options: LaunchOptions = {}): Promise<Browser> {
+  const executablePath = chromiumPath();
+  const libs = process.env["PLATFORM_TEST_CHROMIUM_LIBS"];
+  // Not the package's own serverless flags: --single-process cannot hold several browser contexts.
+  const args = [...COMMON_ARGS, ...(options.args ?? [])];
+  const env = libs ? { ...process.env, LD_LIBRARY_PATH: [libs, process.env["LD_LIBRARY_PATH"]].filter(Boolean).join(":") } : undefined;
+  return chromium.launch({ timeout: 30_000, ...options, executablePath, args: [...new Set(args)], ...(env ? { env } : {}) });
+}
