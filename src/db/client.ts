@@ -8,6 +8,7 @@ import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
+import { observedPglite, observedPostgres, type QueryObserver } from "./query-observer.js";
 import * as schema from "./schema.js";
 
 export type Schema = typeof schema;
@@ -35,7 +36,12 @@ export interface DatabaseOptions {
   databaseUrl?: string;
   /** PGlite data directory; `memory://` keeps everything in memory. */
   pgliteDir: string;
+  /** Told of every query the application runs (not migrations): metrics. */
+  observeQuery?: QueryObserver;
 }
+
+/** Connections to PostgreSQL per replica; PGlite has one. */
+export const POSTGRES_POOL_SIZE = 10;
 
 const migrationsFolder = fileURLToPath(new URL("./migrations", import.meta.url));
 // Serializes migrations when several replicas start at once against one PostgreSQL.
@@ -45,8 +51,8 @@ const MIGRATION_LOCK_ID = 7_201_304_981;
 export async function openDatabase(opts: DatabaseOptions): Promise<DatabaseHandle> {
   if (opts.databaseUrl) {
     await migratePostgresLocked(opts.databaseUrl);
-    const client = postgres(opts.databaseUrl, { max: 10, onnotice: () => {} });
-    const db = drizzlePostgres(client, { schema }) as unknown as Database;
+    const client = postgres(opts.databaseUrl, { max: POSTGRES_POOL_SIZE, onnotice: () => {} });
+    const db = drizzlePostgres(opts.observeQuery ? observedPostgres(client, opts.observeQuery) : client, { schema }) as unknown as Database;
     return {
       db,
       kind: "postgres",
@@ -60,9 +66,8 @@ export async function openDatabase(opts: DatabaseOptions): Promise<DatabaseHandl
   }
   if (!opts.pgliteDir.startsWith("memory://")) mkdirSync(opts.pgliteDir, { recursive: true });
   const client = new PGlite(opts.pgliteDir);
-  const pglite = drizzlePglite(client, { schema });
-  await migratePglite(pglite, { migrationsFolder });
-  const db = pglite as unknown as Database;
+  await migratePglite(drizzlePglite(client, { schema }), { migrationsFolder });
+  const db = drizzlePglite(opts.observeQuery ? observedPglite(client, opts.observeQuery) : client, { schema }) as unknown as Database;
   return {
     db,
     kind: "pglite",

@@ -172,6 +172,15 @@ function forwardedHeaders(req: http.IncomingMessage | http2.Http2ServerRequest):
   return out;
 }
 
+/**
+ * The REST rendering of answers (every field, `null` for unset messages,
+ * milliseconds), for other JSON protocols that must show the same shape
+ * (Connect JSON, src/server/rpc-handler.ts).
+ */
+export function createJsonRenderer(services: readonly DescService[]): JsonRenderer {
+  return new JsonRenderer(registryFor(services));
+}
+
 /** Types reachable from the services' files, for google.protobuf.Any in bodies and responses. */
 function registryFor(services: readonly DescService[]): Registry {
   const files = new Set<DescFile>();

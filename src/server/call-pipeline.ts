@@ -1,5 +1,5 @@
 import { create, isMessage, type DescMethod, type DescService, type Message } from "@bufbuild/protobuf";
-import { createContextValues, type ContextValues, type HandlerContext, type Interceptor } from "@connectrpc/connect";
+import { createContextKey, createContextValues, type ContextValues, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import { authenticate, isPublicService, type TokenService } from "../auth/index.js";
 import type { Authorizer } from "../authz/index.js";
 import { errorDomainForService, toConnectError, withErrorInfo } from "../errors/index.js";
@@ -27,6 +27,15 @@ export interface CallPipelineOptions {
   /** Causes of INTERNAL errors, for the log. */
   onInternalError: (cause: unknown) => void;
 }
+
+/**
+ * Where the pipeline leaves a unary call's answer message when the entry
+ * point asks for it (Connect JSON renders it as REST does, rpc-handler.ts).
+ */
+export interface AnswerSlot {
+  message: Message | undefined;
+}
+export const answerKey = createContextKey<AnswerSlot | undefined>(undefined, { description: "answer message" });
 
 type UnaryFn = (request: Message, context: HandlerContext) => unknown;
 
@@ -77,11 +86,17 @@ export class CallPipeline {
 
   /** The pipeline for the Connect router (gRPC, gRPC-Web, Connect). */
   interceptor(): Interceptor {
-    return (next) => (req) =>
-      this.run(
+    return (next) => async (req) => {
+      const res = await this.run(
         { service: req.service, method: req.method, message: req.stream ? undefined : req.message, header: req.header, values: req.contextValues },
         () => next(req),
       );
+      if (!res.stream) {
+        const slot = req.contextValues.get(answerKey);
+        if (slot) slot.message = res.message;
+      }
+      return res;
+    };
   }
 
   /**

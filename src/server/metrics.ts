@@ -1,11 +1,13 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { QueryObserver } from "../db/query-observer.js";
 import { codeName } from "../errors/index.js";
 import type { AccessRecord } from "./access-log.js";
 
 /**
  * What `/metrics` shows, in Prometheus' text format (README: Operations):
- * requests by RPC, code and HTTP status with their latency, the grants
- * cache's hits and misses, token exchanges by outcome, and the process
+ * requests by RPC, code and HTTP status with their latency, database
+ * queries with theirs and how many are in flight against the pool's size,
+ * the grants cache's hits and misses, token exchanges by outcome, and the process
  * (CPU, memory, event-loop lag, GC). Labels come from closed sets (RPC
  * names, codes), never from request data, so their number stays bounded.
  */
@@ -15,6 +17,9 @@ export class Metrics {
   private readonly grantsLookups: Counter<"result">;
   private readonly tokenExchanges: Counter<"outcome">;
   private readonly requestSeries = new Map<string, { observe(value: number): void }>();
+  private readonly querySeconds: Histogram<"outcome">;
+  private readonly queriesInFlight: Gauge;
+  private readonly poolSize: Gauge;
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: "platform_" });
@@ -23,6 +28,23 @@ export class Metrics {
       help: "Requests by RPC (empty for plain HTTP routes), RPC status code and HTTP status, and how long they took.",
       labelNames: ["rpc", "code", "status"],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [this.registry],
+    });
+    this.querySeconds = new Histogram({
+      name: "platform_db_query_duration_seconds",
+      help: "Database queries the application ran, by outcome (ok or error), and how long each took from being sent to its answer, waiting for a pool connection included.",
+      labelNames: ["outcome"],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [this.registry],
+    });
+    this.queriesInFlight = new Gauge({
+      name: "platform_db_queries_in_flight",
+      help: "Database queries sent and not yet answered; above platform_db_pool_size, queries wait for a connection.",
+      registers: [this.registry],
+    });
+    this.poolSize = new Gauge({
+      name: "platform_db_pool_size",
+      help: "Connections this replica may open to the database (1 for embedded PGlite).",
       registers: [this.registry],
     });
     this.grantsLookups = new Counter({
@@ -48,6 +70,24 @@ export class Metrics {
       this.requestSeries.set(key, series);
     }
     series.observe(seconds);
+  }
+
+  /** Times each query (src/db/query-observer.ts). */
+  queryObserver(): QueryObserver {
+    const ok = this.querySeconds.labels({ outcome: "ok" });
+    const failed = this.querySeconds.labels({ outcome: "error" });
+    return () => {
+      const started = performance.now();
+      this.queriesInFlight.inc();
+      return (success) => {
+        this.queriesInFlight.dec();
+        (success ? ok : failed).observe((performance.now() - started) / 1000);
+      };
+    };
+  }
+
+  databasePool(size: number): void {
+    this.poolSize.set(size);
   }
 
   grantsLookup(hit: boolean): void {

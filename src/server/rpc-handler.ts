@@ -1,9 +1,12 @@
 import type http from "node:http";
 import type http2 from "node:http2";
-import { Code, ConnectError, createConnectRouter, type ConnectRouter, type ConnectRouterOptions, type ContextValues } from "@connectrpc/connect";
+import { brotliCompressSync, gzipSync } from "node:zlib";
+import type { DescMessage, Message } from "@bufbuild/protobuf";
+import { Code, ConnectError, createConnectRouter, createContextValues, type ConnectRouter, type ConnectRouterOptions, type ContextValues } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { compressionBrotli, compressionGzip, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { clip } from "../errors/index.js";
+import { answerKey, type AnswerSlot } from "./call-pipeline.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 type Res = http.ServerResponse | http2.Http2ServerResponse;
@@ -16,6 +19,11 @@ export interface RpcHandlerOptions extends ConnectRouterOptions {
   onError: (cause: unknown) => void;
   /** Context values to start each call with (e.g. its access-log record). */
   contextValues?: (req: Req) => ContextValues;
+  /**
+   * The JSON text of an answer as REST renders it: Connect JSON answers are
+   * rendered with it, so both JSON protocols show a message the same way.
+   */
+  renderJson?: (schema: DescMessage, message: Message) => string;
 }
 
 // The gRPC and gRPC-Web JSON codecs are not offered: JSON callers use the
@@ -52,9 +60,15 @@ export function rpcHandler(opts: RpcHandlerOptions): (req: Req, res: Res) => voi
     }
     // One answer message (unary and client-streaming methods): read whole and written at once.
     const single = handler.method.methodKind === "unary" || handler.method.methodKind === "client_streaming";
-    handler(universalRequest(req, res, opts.contextValues?.(req)))
+    const values = opts.contextValues?.(req) ?? createContextValues();
+    let json: JsonAnswer | undefined;
+    if (handler.method.methodKind === "unary" && opts.renderJson && isConnectJson(req, url, q, contentType)) {
+      json = { slot: { message: undefined }, schema: handler.method.output, render: opts.renderJson };
+      values.set(answerKey, json.slot);
+    }
+    handler(universalRequest(req, res, values))
       .then((uRes) => {
-        if (single) return writeSingle(uRes, res, contentType);
+        if (single) return writeSingle(uRes, res, contentType, json);
         return universalResponseToNodeResponse(decodingErrorsAsInvalid(uRes, contentType), res);
       })
       .catch((reason: unknown) => {
@@ -121,7 +135,7 @@ function nodeHeaders(headers: Headers): Record<string, string> {
  * together, with none of the per-chunk promises and listeners a streamed
  * answer needs. Undecodable requests are reported as INVALID_ARGUMENT here.
  */
-async function writeSingle(uRes: UniversalServerResponse, res: Res, contentType: string): Promise<void> {
+async function writeSingle(uRes: UniversalServerResponse, res: Res, contentType: string, json?: JsonAnswer): Promise<void> {
   const chunks: Uint8Array[] = [];
   if (uRes.body) for await (const chunk of uRes.body) chunks.push(chunk);
   let body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
@@ -140,10 +154,35 @@ async function writeSingle(uRes: UniversalServerResponse, res: Res, contentType:
       header?.set("content-length", String(body.byteLength));
     }
   }
+  if (json?.slot.message && status === 200 && header) {
+    body = encodeLike(header.get("content-encoding"), Buffer.from(json.render(json.schema, json.slot.message)), body);
+    header.set("content-length", String(body.byteLength));
+  }
   if (res.writableEnded || res.destroyed) return;
   res.writeHead(status, header ? nodeHeaders(header) : undefined);
   if (uRes.trailer) res.addTrailers(nodeHeaders(uRes.trailer));
   res.end(body);
+}
+
+/** A Connect unary call whose answer is JSON, and where its message will be found. */
+interface JsonAnswer {
+  slot: AnswerSlot;
+  schema: DescMessage;
+  render: (schema: DescMessage, message: Message) => string;
+}
+
+/** A Connect unary call asking for JSON: a POST of application/json, or a GET with encoding=json. */
+function isConnectJson(req: Req, url: string, q: number, contentType: string): boolean {
+  if (req.method === "GET") return q !== -1 && new URLSearchParams(url.slice(q + 1)).get("encoding") === "json";
+  return /^application\/json\b/i.test(contentType);
+}
+
+/** `text` compressed as connect-es compressed the answer it replaces (`original`, kept when the encoding is unknown). */
+function encodeLike(encoding: string | null, text: Buffer, original: Uint8Array): Uint8Array {
+  if (encoding === null || encoding === "identity") return text;
+  if (encoding === "gzip") return gzipSync(text);
+  if (encoding === "br") return brotliCompressSync(text);
+  return original;
 }
 
 /** A gRPC answer made only of headers: the status without a message. */

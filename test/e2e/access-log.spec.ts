@@ -1,3 +1,4 @@
+import { readFile } from "node:fs/promises";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -98,5 +99,31 @@ describe("/metrics", () => {
     expect(text).toMatch(/platform_token_exchanges_total\{outcome="refused"\} [1-9]/);
     expect(text).toMatch(/platform_process_cpu_seconds_total \d/);
     expect(text).toMatch(/platform_nodejs_eventloop_lag_seconds \d/);
+  });
+
+  it("times database queries and shows the pool", async () => {
+    const count = async (outcome: string) => {
+      const text = await (await fetch(`${server.url}/metrics`)).text();
+      return Number(new RegExp(`^platform_db_query_duration_seconds_count\\{outcome="${outcome}"\\} (\\d+)$`, "m").exec(text)?.[1] ?? NaN);
+    };
+    const before = await count("ok");
+    // A group nobody has cached: its get is at least one query.
+    const res = await fetch(`${server.url}/iam/v2beta1/groups/${group}`, { headers: { authorization: `Bearer ${server.token}` } });
+    expect(res.status).toBe(200);
+    expect(await count("ok")).toBeGreaterThan(before);
+    const text = await (await fetch(`${server.url}/metrics`)).text();
+    expect(text).toMatch(/^platform_db_query_duration_seconds_bucket\{le="0\.005",outcome="ok"\} \d+$/m);
+    expect(text).toMatch(/^platform_db_queries_in_flight 0$/m);
+    expect(text).toMatch(new RegExp(`^platform_db_pool_size ${server.app.database.kind === "postgres" ? 10 : 1}$`, "m"));
+  });
+});
+
+describe("/version", () => {
+  it("names the package, its version and the Node.js running it", async () => {
+    const res = await fetch(`${server.url}/version`);
+    expect(res.status).toBe(200);
+    const pkg = JSON.parse(await readFile(new URL("../../package.json", import.meta.url), "utf8")) as { name: string; version: string };
+    expect(await res.json()).toEqual({ name: pkg.name, version: pkg.version, node: process.version });
+    expect((await fetch(`${server.url}/version`, { method: "POST" })).status).toBe(405);
   });
 });
