@@ -1,0 +1,85 @@
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Browser } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { launchChromium } from "../support/chromium.js";
+import { startTestServer, type TestServer } from "../support/server.js";
+
+// The Swagger UI page at /docs, in a real Chromium (test/support/chromium.ts):
+// it renders the operations from /openapi.json and calls the API under the
+// page's strict Content-Security-Policy, with every file from this server
+// and nothing fetched from anywhere else.
+
+const CHROMIUM_ARGS = [
+  "--disable-gpu",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  // Should the page reach for another host, it fails here and shows up below.
+  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
+];
+
+let server: TestServer;
+let browser: Browser;
+
+beforeAll(async () => {
+  server = await startTestServer();
+  browser = await launchChromium({ args: CHROMIUM_ARGS });
+});
+afterAll(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+describe("GET /docs in a browser", () => {
+  it("lists the operations, with no console error, failed request or other host", async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(20_000);
+    const problems: string[] = [];
+    const requested: string[] = [];
+    page.on("console", (m) => {
+      if (m.type() === "error") problems.push(`console: ${m.text()}`);
+    });
+    page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+    page.on("request", (r) => requested.push(r.url()));
+    page.on("requestfailed", (r) => problems.push(`failed: ${r.url()} ${r.failure()?.errorText ?? ""}`));
+    page.on("response", (r) => {
+      if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`);
+    });
+
+    const res = await page.goto(`${server.url}/docs`);
+    expect(res?.status()).toBe(200);
+    // Swagger UI draws one block per operation; the path is in data-path, the text has soft breaks.
+    const listGroups = page.locator('.opblock-get:has(.opblock-summary-path[data-path="/iam/v2beta1/groups"])');
+    await listGroups.first().waitFor({ state: "visible" });
+    await page.locator('.opblock-post:has(.opblock-summary-path[data-path="/iam/v2beta1/groups"])').first().waitFor({ state: "visible" });
+    expect(await page.locator(".opblock").count()).toBeGreaterThan(50);
+    await expect(listGroups.first().locator(".opblock-summary-method").innerText()).resolves.toBe("GET");
+
+    const screenshot = process.env["PLATFORM_DOCS_SCREENSHOT"] ?? join(tmpdir(), "platform-docs.png");
+    await page.screenshot({ path: screenshot });
+    console.log(`docs screenshot: ${screenshot}`);
+
+    // "Try it out" works under the page's policy: authorize with a token, list the groups.
+    await page.locator(".auth-wrapper .authorize").click();
+    await page.locator(".modal-ux input").first().fill(server.token);
+    await page.locator(".modal-ux .auth-btn-wrapper .authorize").click();
+    await page.locator(".modal-ux .btn-done").click();
+    await listGroups.first().locator(".opblock-summary-control").click();
+    await listGroups.first().locator(".try-out__btn").click();
+    await listGroups.first().locator(".execute").click();
+    const status = listGroups.first().locator(".live-responses-table tr.response .response-col_status");
+    await status.first().waitFor({ state: "visible" });
+    expect((await status.first().innerText()).trim()).toBe("200");
+    expect(requested.some((u) => u.startsWith(`${server.url}/iam/v2beta1/groups`))).toBe(true);
+
+    const origin = new URL(server.url).origin;
+    const elsewhere = requested.filter((u) => !u.startsWith("data:") && new URL(u).origin !== origin);
+    expect(elsewhere).toEqual([]);
+    expect(requested).toContain(`${origin}/openapi.json`);
+    expect(problems).toEqual([]);
+    await context.close();
+  });
+});
