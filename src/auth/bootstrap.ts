@@ -1,7 +1,8 @@
-import { chmod, mkdir, writeFile } from "node:fs/promises";
+import { chmod, mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { randomBytes } from "node:crypto";
+import { grantRootRole } from "../authz/grant-role.js";
 import { schema, type Database } from "../db/index.js";
 import type { MintedToken, TokenService } from "./tokens.js";
 
@@ -31,17 +32,30 @@ export async function ensureBootstrapIdentity(db: Database, clock: () => Date): 
         updateTime: now,
       })
       .onConflictDoNothing();
-    await tx.insert(schema.rootRoleBindings).values({ identityUid: uid, roleUid: "owner", createTime: now }).onConflictDoNothing();
+    await grantRootRole(tx, uid, "owner", now);
     return uid;
   });
 }
 
-/** Writes a fresh admin token to `<dataDir>/admin-token` (mode 0600) and returns its path. */
+/**
+ * Writes a fresh admin token to `<dataDir>/admin-token` (mode 0600) and
+ * returns its path. The token goes to a new private file first, which then
+ * replaces the old one in one rename: a reader (`cat .data/admin-token`)
+ * sees the old token or the new one, never a half-written file.
+ */
 export async function writeAdminToken(dataDir: string, token: MintedToken): Promise<string> {
   await mkdir(dataDir, { recursive: true });
   const path = join(dataDir, "admin-token");
-  await writeFile(path, `${token.token}\n`, { mode: 0o600 });
-  await chmod(path, 0o600);
+  const temporary = join(dataDir, `.admin-token.${randomBytes(6).toString("hex")}`);
+  try {
+    // `wx`: a file of that name that somehow exists is never written through.
+    await writeFile(temporary, `${token.token}\n`, { mode: 0o600, flag: "wx" });
+    await chmod(temporary, 0o600);
+    await rename(temporary, path);
+  } catch (e) {
+    await rm(temporary, { force: true });
+    throw e;
+  }
   return path;
 }
 

@@ -18,12 +18,14 @@ export function callerGrants(context: HandlerContext): Grants {
  * hold. Whatever would let someone exercise `capabilities` at `groupPath`
  * (binding a role, inviting with it, an IdP's default role, a custom role's
  * capabilities, who may assume an identity) needs the caller to hold every
- * one of them there. `what` says which rule refused.
+ * one of them there. `what` says which rule refused. `groupPath` "" is the
+ * root: only root bindings hold anything there.
  */
 export function assertWithinCeiling(grants: Grants, capabilities: Iterable<string>, groupPath: string, what: string): void {
   const missing = grants.missingAt(capabilities, groupPath);
   if (missing.length) {
     const listed = missing.length > 3 ? `${missing.slice(0, 3).join(", ")} and ${missing.length - 3} more` : missing.join(", ");
-    throw permissionDenied(`${what} would grant ${listed} at ${groupPath}, which the caller does not hold there`, GRANT_CEILING);
+    const where = groupPath === "" ? "the root" : groupPath;
+    throw permissionDenied(`${what} would grant ${listed} at ${where}, which the caller does not hold there`, GRANT_CEILING);
   }
 }

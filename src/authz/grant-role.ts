@@ -1,4 +1,4 @@
-import { newChildUid, schema, type Executor } from "../db/index.js";
+import { newChildUid, newRootBindingUid, schema, type Executor } from "../db/index.js";
 
 /**
  * Grants `roleUid` to an identity at a group without the API's checks: for
@@ -11,4 +11,12 @@ export async function grantRole(tx: Executor, groupUid: string, identityUid: str
     .insert(schema.roleBindings)
     .values({ uid: newChildUid(groupUid), parentUid: groupUid, identityUid, roleUid, createTime: now })
     .onConflictDoNothing();
+}
+
+/**
+ * The same at the root (the bootstrap identity, PLATFORM_ADMINS at sign-in):
+ * idempotent, a role an identity already holds there is left as it is.
+ */
+export async function grantRootRole(tx: Executor, identityUid: string, roleUid: string, now: Date): Promise<void> {
+  await tx.insert(schema.rootRoleBindings).values({ uid: newRootBindingUid(), identityUid, roleUid, createTime: now }).onConflictDoNothing();
 }

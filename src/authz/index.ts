@@ -2,5 +2,5 @@ export { CAPABILITIES, BUILT_IN_ROLES, isCapability, isBuiltInRole, type BuiltIn
 export { Authorizer, declaredAuthorization, grantsKey, type AuthorizedCall, type OrgCreationPolicy } from "./authorizer.js";
 export { Grants, type Grant } from "./grants.js";
 export { GrantsCache, GRANTS_CHANGED_CHANNEL } from "./grants-cache.js";
-export { grantRole } from "./grant-role.js";
+export { grantRole, grantRootRole } from "./grant-role.js";
 export { assertWithinCeiling, callerGrants, GRANT_CEILING } from "./grant-ceiling.js";

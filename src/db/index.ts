@@ -1,6 +1,6 @@
-export { openDatabase, queryRows, type Database, type DatabaseHandle, type Executor, type Transaction } from "./client.js";
+export { openDatabase, POSTGRES_POOL_SIZE, queryRows, type Database, type DatabaseHandle, type Executor, type Transaction } from "./client.js";
 export * as schema from "./schema.js";
-export { newRootUid, newChildUid, parentOf, UID_SHAPES, isAnyUid, type UidKind } from "./uid.js";
+export { newRootUid, newChildUid, newRootBindingUid, parentOf, UID_SHAPES, isAnyUid, type UidKind } from "./uid.js";
 export { isUniqueViolation, isForeignKeyViolation, isDataError, isDatabaseUnavailable } from "./pg-errors.js";
 export { groupContents } from "./group-contents.js";
 export { loadSealedSetting, settingContext } from "./sealed-setting.js";

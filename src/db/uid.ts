@@ -10,13 +10,18 @@ export function newChildUid(parent: string): string {
   return `${parent}/${randomBytes(8).toString("hex")}`;
 }
 
+/** A root role binding's uid: 16 hex (8 random bytes), one segment like a root-level identity's. */
+export function newRootBindingUid(): string {
+  return randomBytes(8).toString("hex");
+}
+
 /** The uid of the group holding `uid`, or "" for a single-segment uid. */
 export function parentOf(uid: string): string {
   const i = uid.lastIndexOf("/");
   return i < 0 ? "" : uid.slice(0, i);
 }
 
-// Shapes of the uids the service hands out (DESIGN §2 / docs/security.md):
+// Shapes of the uids the service hands out (docs/design.md, "Storage" / docs/security.md):
 // checked before a uid reaches a query, so malformed input never costs a
 // database round trip or reaches PostgreSQL.
 const HEX40 = "[0-9a-f]{40}";
@@ -32,6 +37,8 @@ export const UID_SHAPES = {
   role: new RegExp(`^(?:${BUILT_IN_ROLE_UIDS}|${HEX16})$`),
   /** An identity: held by a group, or root-level (bootstrap, people signed in) as one 16-hex segment. */
   identity: new RegExp(`^(?:${HEX16}|${HEX40}(?:/${HEX16})+)$`),
+  /** A role binding at the root: one 16-hex segment. */
+  rootRoleBinding: new RegExp(`^${HEX16}$`),
   /** An advisory: its OSV id when that is one URL-safe segment, else `osv_<32 hex>`. */
   advisory: /^(?:[A-Za-z0-9][A-Za-z0-9.-]{0,127}|osv_[0-9a-f]{32})$/,
 } as const;

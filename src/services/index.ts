@@ -2,6 +2,7 @@ import { GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { IdentitiesService } from "../../gen/platform/iam/v2beta1/identities_pb.js";
 import { RolesService } from "../../gen/platform/iam/v2beta1/roles_pb.js";
 import { RoleBindingsService } from "../../gen/platform/iam/v2beta1/role_bindings_pb.js";
+import { RootRoleBindingsService } from "../../gen/platform/iam/v2beta1/root_role_bindings_pb.js";
 import { AccountAssociationsService } from "../../gen/platform/iam/v2beta1/account_associations_pb.js";
 import { GroupInvitesService } from "../../gen/platform/iam/v2beta1/group_invites_pb.js";
 import { IdentityProvidersService } from "../../gen/platform/iam/v2beta1/identity_providers_pb.js";
@@ -16,6 +17,7 @@ import { advisoriesService } from "./vulnerabilities/advisories.js";
 import { identitiesService } from "./iam/identities.js";
 import { rolesService } from "./iam/roles.js";
 import { roleBindingsService } from "./iam/role-bindings.js";
+import { rootRoleBindingsService } from "./iam/root-role-bindings.js";
 import { accountAssociationsService } from "./iam/account-associations.js";
 import { groupInvitesService } from "./iam/group-invites.js";
 import { identityProvidersService } from "./iam/identity-providers.js";
@@ -31,6 +33,7 @@ export const API_SERVICES: ApiService[] = [
   apiService(IdentitiesService, identitiesService),
   apiService(RolesService, rolesService),
   apiService(RoleBindingsService, roleBindingsService),
+  apiService(RootRoleBindingsService, rootRoleBindingsService),
   apiService(IdentityProvidersService, identityProvidersService),
   apiService(AccountAssociationsService, accountAssociationsService),
   apiService(GroupInvitesService, groupInvitesService),

@@ -44,6 +44,7 @@ const UID_OWNER_KINDS: Record<string, UidKind> = {
   Role: "role",
   Identity: "identity",
   Advisory: "advisory",
+  RootRoleBinding: "rootRoleBinding",
 };
 
 function uidKindOf(message: DescMessage, field: DescField): UidKind | "any" | undefined {
@@ -54,7 +55,9 @@ function uidKindOf(message: DescMessage, field: DescField): UidKind | "any" | un
 
 function checkUid(value: string, kind: UidKind | "any", field: string): void {
   const ok = kind === "any" ? isAnyUid(value) : UID_SHAPES[kind].test(value);
-  if (!ok) throw invalidArgument(field, kind === "any" ? "is not a valid uid" : `is not a valid ${kind} uid`);
+  // `rootRoleBinding` → "root role binding".
+  const noun = kind.replace(/[A-Z]/g, (c) => ` ${c.toLowerCase()}`);
+  if (!ok) throw invalidArgument(field, kind === "any" ? "is not a valid uid" : `is not a valid ${noun} uid`);
 }
 
 const MAX_DEPTH = 32;

@@ -16,7 +16,7 @@ import {
   type ApiMethod,
 } from "../support/api-methods.js";
 import { restClient, type JsonObject, type JsonValue } from "../support/clients.js";
-import { bind, createGroup, createIdentity, createRole, ok, uidOf } from "../support/rest-iam.js";
+import { bind, bootstrapIdentityUid, createGroup, createIdentity, createRole, ok, uidOf } from "../support/rest-iam.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 // Role × RPC: every method of every API service (read from the descriptors),
@@ -66,6 +66,8 @@ let server: TestServer;
 let admin: ReturnType<typeof restClient>;
 let grpc: Transport;
 let advisoryUid = "";
+/** A root binding the admin made (of the bootstrap identity): root-scope methods target it. */
+let rootBindingUid = "";
 let counter = 0;
 const n = () => ++counter;
 
@@ -92,7 +94,7 @@ interface Org {
   fresh: Record<Kind, () => Promise<string>>;
 }
 
-type Kind = "group" | "identity" | "role" | "binding" | "idp" | "association" | "invite" | "repo" | "tag" | "advisory";
+type Kind = "group" | "identity" | "role" | "binding" | "rootBinding" | "idp" | "association" | "invite" | "repo" | "tag" | "advisory";
 
 const post = async (path: string, body: JsonObject) => uidOf(await ok(admin("POST", path, body)));
 
@@ -115,6 +117,7 @@ async function makeOrg(label: string, caller: RoleUnderTest): Promise<Org> {
     repo: () => post(`/registry/v2beta1/repos/${org}`, { name: `doomed-${n()}` }),
     tag: () => post(`/registry/v2beta1/tags/${repo}`, { name: `doomed-${n()}`, digest: DIGEST }),
     advisory: async () => advisoryUid,
+    rootBinding: async () => rootBindingUid,
   };
   const repo = await post(`/registry/v2beta1/repos/${org}`, { name: "app" });
   await post(`/iam/v2beta1/accountAssociations/${org}`, { name: "accounts", amazon: { account: "123456789012" } });
@@ -154,6 +157,7 @@ const KIND_OF_SERVICE: Record<string, Kind> = {
   IdentitiesService: "identity",
   RolesService: "role",
   RoleBindingsService: "binding",
+  RootRoleBindingsService: "rootBinding",
   IdentityProvidersService: "idp",
   AccountAssociationsService: "association",
   GroupInvitesService: "invite",
@@ -221,6 +225,12 @@ const KINDS: Record<Kind, KindSpec> = {
     create: async () => ({ name: `t${n()}`, digest: DIGEST }),
     update: (_o, v1) => ({ ...(v1 ? { name: `v${n()}`, digest: DIGEST } : {}), deprecated: true }),
   },
+  rootBinding: {
+    existing: () => rootBindingUid,
+    parent: () => "",
+    create: async () => ({}),
+    update: () => ({}),
+  },
   advisory: {
     existing: () => advisoryUid,
     parent: () => "",
@@ -239,6 +249,11 @@ const OVERRIDES: Record<string, (o: Org) => Promise<JsonObject>> = {
   "platform.iam.v2beta1.RoleBindingsService/BatchCreateRoleBindings": async (o) => ({
     parent: o.uid,
     requests: [{ parent: o.uid, identityUid: await o.fresh.identity(), roleUid: o.caller.uid }],
+  }),
+  // A root binding of a root-level identity (the bootstrap one) to a built-in role: everything but the caller's grants is valid.
+  "platform.iam.v2beta1.RootRoleBindingsService/CreateRootRoleBinding": async () => ({
+    identityUid: bootstrapIdentityUid(server.token),
+    roleUid: "viewer",
   }),
   "platform.vulnerabilities.v2beta1.AdvisoriesService/ImportAdvisories": async () => ({
     documents: [{ id: `CVE-2099-${String(n()).padStart(5, "0")}`, modified: "2024-01-01T00:00:00Z", aliases: [] }],
@@ -392,6 +407,8 @@ beforeAll(async () => {
     admin("POST", "/vulnerabilities/v2beta1/advisories:import", { documents: [{ id: "CVE-2099-0001", modified: "2024-01-01T00:00:00Z", aliases: [] }] }),
   );
   advisoryUid = ((imported["results"] as JsonObject[])[0]!["uid"] as string) ?? "";
+  const rootBindings = await ok(admin("GET", `/iam/v2beta1/rootRoleBindings?identity=${bootstrapIdentityUid(server.token)}&role=owner`));
+  rootBindingUid = uidOf((rootBindings["rootRoleBindings"] as JsonObject[])[0]!);
   otherOrg = await makeOrg("elsewhere", builtIn("viewer"));
 });
 afterAll(async () => {
@@ -543,9 +560,14 @@ const CEILING_CASES: Record<string, (o: Org, g: Grant) => Promise<JsonObject>> =
 /** Request fields that name a role or capabilities to hand out. */
 const GRANTING_FIELDS = new Set(["role_uid", "default_role", "capabilities", "role"]);
 
-/** Whether a request can hand something out: a role-naming string field anywhere in it, or (Updates) a claim_match. */
+/**
+ * Whether a request can hand something out: a role-naming string field anywhere in it, or (Updates) a claim_match.
+ * Root-scope methods are out of an organization-level granter's reach (the matrix shows they are refused);
+ * their ceiling at the root is tested in root-role-bindings.spec.ts.
+ */
 function handsOut(m: ApiMethod): boolean {
   if (!m.authorization || m.authorization.capability.endsWith(".list")) return false;
+  if (m.authorization.scope === Authorization_Scope.ROOT) return false;
   const update = m.method.name.startsWith("Update");
   const walk = (desc: DescMessage, depth: number): boolean =>
     depth < 4 &&

@@ -26,7 +26,10 @@ export interface TestServer {
  * DATABASE_URL is set. stop() drops everything it made. Its log goes to
  * `opts.logger` (silent by default).
  */
-export async function startTestServer(env: Record<string, string> = {}, opts: { logger?: Logger } = {}): Promise<TestServer> {
+export async function startTestServer(
+  env: Record<string, string> = {},
+  opts: { logger?: Logger; adminTokenCheckMs?: number } = {},
+): Promise<TestServer> {
   const dataDir = await mkdtemp(join(tmpdir(), "platform-test-"));
   const adminUrl = postgresAdminUrl();
   const fresh = adminUrl ? await createFreshDatabase(adminUrl) : undefined;
@@ -39,7 +42,7 @@ export async function startTestServer(env: Record<string, string> = {}, opts: { 
     ...(fresh ? { DATABASE_URL: fresh.url } : {}),
     ...env,
   });
-  const app = await startApp(config, { logger: opts.logger ?? pino({ level: "silent" }), clock: clock.now });
+  const app = await startApp(config, { logger: opts.logger ?? pino({ level: "silent" }), clock: clock.now, adminTokenCheckMs: opts.adminTokenCheckMs });
   const server: TestServer = {
     app,
     url: `http://127.0.0.1:${app.port}`,

@@ -12,6 +12,7 @@ import { checkInviteFormat } from "./invite-redemption.js";
 import { LoginError } from "./login-error.js";
 import { PAGE_HEADERS, errorPage } from "./login-pages.js";
 import { LoginStates, type PendingLogin } from "./login-state.js";
+import type { PlatformAdmins } from "./platform-admins.js";
 import { viaProvider, type SignInVia } from "./sign-in-via.js";
 import { signIn, type SignInDeps } from "./sign-in.js";
 import { Upstreams, type SignedInPerson } from "./upstream.js";
@@ -38,6 +39,8 @@ export interface LoginDeps {
   upstream: { issuer: string; clientId: string; clientSecret: string; scopes: string[] } | undefined;
   /** Serve the development provider. */
   devLogin: boolean;
+  /** PLATFORM_ADMINS: people of the global upstream made `owner` at the root at sign-in. */
+  admins: PlatformAdmins;
   /** The egress guard every request to an upstream provider goes through. */
   egress: Egress;
   log: Logger;
@@ -102,7 +105,7 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
   const devPath = `${prefix}/oauth/dev`;
   const states = new LoginStates(deps.db, deps.secrets, deps.clock, deps.authUrl);
   const upstreams = new Upstreams({ db: deps.db, secrets: deps.secrets, global: deps.upstream, egress: deps.egress, redirectUri, clock: deps.clock });
-  const signInDeps: SignInDeps = { db: deps.db, tokens: deps.tokens, audience: deps.baseUrl, clock: deps.clock };
+  const signInDeps: SignInDeps = { db: deps.db, tokens: deps.tokens, audience: deps.baseUrl, clock: deps.clock, admins: deps.admins };
 
   // The description is what the person sees; the cause (which may name internal hosts and ports) goes to the log only.
   const logRefusal = (error: LoginError) =>

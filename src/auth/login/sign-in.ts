@@ -1,7 +1,9 @@
+import { grantRootRole } from "../../authz/grant-role.js";
 import type { Database } from "../../db/index.js";
 import type { MintedToken, TokenService } from "../tokens.js";
 import { redeemInvite } from "./invite-redemption.js";
 import { bindDefaultRole, findOrCreatePersonIdentity } from "./person-identity.js";
+import type { PlatformAdmins } from "./platform-admins.js";
 import type { SignInVia } from "./sign-in-via.js";
 import type { SignedInPerson } from "./upstream.js";
 
@@ -11,12 +13,16 @@ export interface SignInDeps {
   /** The API base URL: the audience of the token handed to the CLI. */
   audience: string;
   clock: () => Date;
+  /** PLATFORM_ADMINS: people made `owner` at the root at sign-in. */
+  admins: PlatformAdmins;
 }
 
 /**
  * The end of every login, whichever provider signed the person in: their
- * identity (found or created), the organization's default role, the invite,
- * all in one transaction, then a one-hour API token. A refused invite
+ * identity (found or created), `owner` at the root for a platform
+ * administrator (at every sign-in, so a deleted binding comes back), the
+ * organization's default role, the invite, all in one transaction, then a
+ * one-hour API token. A refused invite
  * throws a LoginError and changes nothing.
  */
 export async function signIn(
@@ -28,6 +34,7 @@ export async function signIn(
   const idp = opts.via.kind === "organization" ? opts.via.idp : undefined;
   const identityUid = await deps.db.transaction(async (tx) => {
     const uid = await findOrCreatePersonIdentity(tx, person, now);
+    if (deps.admins.includes(person, opts.via)) await grantRootRole(tx, uid, "owner", now);
     if (idp?.defaultRoleUid) await bindDefaultRole(tx, idp.groupUid, uid, idp.defaultRoleUid, now);
     if (opts.invite) await redeemInvite(tx, opts.invite, person, opts.via, uid, now);
     return uid;

@@ -35,3 +35,29 @@ export async function hydrateRoleBindings(db: Executor, uids: readonly string[])
     return row ? [create(RoleBindingSchema, { ...row, createTime: toTimestamp(row.createTime) })] : [];
   });
 }
+
+const root = schema.rootRoleBindings;
+
+/**
+ * Root bindings hydrated the same way, in one query and in the order of
+ * `uids`; they have no group, so `group` stays unset (`null` over REST).
+ */
+export async function hydrateRootRoleBindings(db: Executor, uids: readonly string[]): Promise<RoleBinding[]> {
+  if (uids.length === 0) return [];
+  const rows = await db
+    .select({
+      uid: root.uid,
+      createTime: root.createTime,
+      identity: { uid: i.uid, name: i.name, description: i.description, subject: i.claimSubject, issuer: i.claimIssuer },
+      role: { uid: r.uid, name: r.name, description: r.description },
+    })
+    .from(root)
+    .innerJoin(i, eq(root.identityUid, i.uid))
+    .innerJoin(r, eq(root.roleUid, r.uid))
+    .where(inArray(root.uid, [...uids]));
+  const byUid = new Map(rows.map((row) => [row.uid, row]));
+  return uids.flatMap((uid) => {
+    const row = byUid.get(uid);
+    return row ? [create(RoleBindingSchema, { ...row, createTime: toTimestamp(row.createTime) })] : [];
+  });
+}

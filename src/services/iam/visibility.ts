@@ -50,15 +50,16 @@ async function assertVisible<T extends HeldTable>(
   const row = await lockRow(db, table, table.uid, uid);
   if (!row) throw invalidArgument(field, `${kind} ${uid} does not exist`);
   if (row.parentUid !== null && !groupAndAncestors(groupUid).has(row.parentUid)) {
-    throw invalidArgument(field, `${kind} ${uid} is not visible from group ${groupUid}: it belongs to group ${row.parentUid}`);
+    const from = groupUid === "" ? "the root" : `group ${groupUid}`;
+    throw invalidArgument(field, `${kind} ${uid} is not visible from ${from}: it belongs to group ${row.parentUid}`);
   }
   return row;
 }
 
-/** A built-in role, or a custom role of `groupUid` or a group above it. */
+/** A built-in role, or a custom role of `groupUid` or a group above it. `groupUid` "" is the root: built-in roles only. */
 export const assertRoleVisible = (db: Executor, groupUid: string, roleUid: string, field: string) =>
   assertVisible(db, "role", schema.roles, groupUid, roleUid, field);
 
-/** An identity held by `groupUid` or a group above it, or a global one (the bootstrap identity). */
+/** An identity held by `groupUid` or a group above it, or a root-level one (people, the bootstrap identity). `groupUid` "" is the root: root-level ones only. */
 export const assertIdentityVisible = (db: Executor, groupUid: string, identityUid: string, field: string) =>
   assertVisible(db, "identity", schema.identities, groupUid, identityUid, field);

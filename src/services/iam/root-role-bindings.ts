@@ -1,0 +1,93 @@
+import { create } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { eq, type SQL } from "drizzle-orm";
+import { RoleBindingSchema, type RoleBinding } from "../../../gen/platform/iam/v2beta1/role_bindings_pb.js";
+import {
+  ListRootRoleBindingsResponseSchema,
+  RootRoleBindingsService,
+  type ListRootRoleBindingsRequest,
+} from "../../../gen/platform/iam/v2beta1/root_role_bindings_pb.js";
+import { newRootBindingUid, schema, type Executor } from "../../db/index.js";
+import { assertWithinCeiling, callerGrants } from "../../authz/index.js";
+import { notFound } from "../../errors/index.js";
+import type { ExtraFilters, ListSource } from "../../list/index.js";
+import type { ServiceContext } from "../context.js";
+import { ResourceStore, requireField, type ResourceMapping } from "../resource-store.js";
+import { hydrateRootRoleBindings } from "./role-binding-hydration.js";
+import { assertIdentityVisible, assertRoleVisible } from "./visibility.js";
+
+// Role bindings at the root (README: "Platform administrators"): the same
+// resource as a group's role bindings, without a group. The root is written
+// "" where a group path is expected (visibility, grant ceiling): nothing is
+// above it, so only root-level identities and built-in roles are visible
+// there, and only root bindings hold capabilities there.
+const ROOT = "";
+
+const t = schema.rootRoleBindings;
+
+// No parentUid: the rows are global, and the method's SCOPE_ROOT declaration
+// already limits the list to root capability holders.
+const rootBindingsSource: ListSource<typeof t> = {
+  table: t,
+  uid: t.uid,
+  isGroup: false,
+  sortable: { create_time: t.createTime },
+};
+
+// Root bindings never change (no Update): the store creates, finds and
+// deletes rows; every response is hydrated by hydrateRootRoleBindings.
+const rootBindingMapping: ResourceMapping<typeof t, typeof RoleBindingSchema> = {
+  kind: "root role binding",
+  table: t,
+  uid: t.uid,
+  schema: RoleBindingSchema,
+  toMessage: (row) => create(RoleBindingSchema, { uid: row.uid, roleUid: row.roleUid }),
+  validate: (b) => void requireField(b.roleUid ?? "", "role_uid"),
+  toColumns: (b) => ({ roleUid: b.roleUid ?? "" }),
+  duplicate: () => "the identity already has this role at the root",
+};
+
+function bindingFilters(req: ListRootRoleBindingsRequest): ExtraFilters {
+  const where: SQL[] = [];
+  if (req.identity) where.push(eq(t.identityUid, req.identity));
+  if (req.role) where.push(eq(t.roleUid, req.role));
+  // `root` keeps a group list's page token from being taken for this list's.
+  return { where, key: { root: true, identity: req.identity, role: req.role } };
+}
+
+async function hydrateOne(db: Executor, uid: string): Promise<RoleBinding> {
+  const [binding] = await hydrateRootRoleBindings(db, [uid]);
+  if (!binding) throw notFound("root role binding", uid);
+  return binding;
+}
+
+export function rootRoleBindingsService(ctx: ServiceContext): ServiceImpl<typeof RootRoleBindingsService> {
+  const store = new ResourceStore(ctx.db, ctx.clock, rootBindingMapping);
+  return {
+    async listRootRoleBindings(req, context) {
+      const page = await ctx.list.list(ctx.db, rootBindingsSource, req, context, bindingFilters(req));
+      const rootRoleBindings = await hydrateRootRoleBindings(ctx.db, page.rows.map((row) => row.uid));
+      return create(ListRootRoleBindingsResponseSchema, { ...page, rootRoleBindings });
+    },
+
+    getRootRoleBinding: (req) => hydrateOne(ctx.db, requireField(req.uid, "uid")),
+
+    async createRootRoleBinding(req, context) {
+      const grants = callerGrants(context);
+      // The identity and the role are locked while checked, so neither can be deleted before the insert commits.
+      const uid = await ctx.db.transaction(async (tx) => {
+        const identity = await assertIdentityVisible(tx, ROOT, req.identityUid, "identity_uid");
+        const role = await assertRoleVisible(tx, ROOT, req.roleUid, "role_uid");
+        assertWithinCeiling(grants, role.capabilities, ROOT, `binding role ${role.uid}`);
+        const values = { uid: newRootBindingUid(), identityUid: identity.uid };
+        return (await store.create(create(RoleBindingSchema, { roleUid: role.uid }), values, tx)).uid;
+      });
+      return hydrateOne(ctx.db, uid);
+    },
+
+    async deleteRootRoleBinding(req) {
+      await store.delete(req.uid);
+      return {};
+    },
+  };
+}
