@@ -1,7 +1,17 @@
 #!/usr/bin/env node
-// The platformctl launcher: runs the TypeScript entry through tsx (a runtime
-// dependency), so `npx platformctl` works right after `npm ci`, with no build.
-import { register } from "tsx/esm/api";
-
-register();
-await import("../src/cli/main.ts");
+// The platformctl launcher. Where the dev dependencies are installed (a
+// checkout after `npm ci`), it runs the TypeScript sources through tsx, so the
+// CLI is always the current code; where they are not (`npm ci --omit=dev`, a
+// container), it runs the compiled dist/ that `npm run build` made.
+let tsx;
+try {
+  tsx = await import("tsx/esm/api");
+} catch (e) {
+  if (e?.code !== "ERR_MODULE_NOT_FOUND") throw e;
+}
+if (tsx) {
+  tsx.register();
+  await import("../src/cli/main.ts");
+} else {
+  await import("../dist/src/cli/main.js");
+}

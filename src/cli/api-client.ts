@@ -62,7 +62,7 @@ export class ApiClient {
     private readonly bearer: () => Promise<string>,
   ) {}
 
-  async request(method: string, path: string, options: { query?: Query; body?: unknown } = {}): Promise<JsonObject> {
+  async request(method: string, path: string, options: { query?: Query; body?: unknown; timeoutMs?: number } = {}): Promise<JsonObject> {
     const url = new URL(this.baseUrl + path);
     for (const [key, value] of Object.entries(options.query ?? {})) {
       for (const v of Array.isArray(value) ? value : value === undefined ? [] : [value]) url.searchParams.append(key, v);
@@ -73,7 +73,7 @@ export class ApiClient {
       method,
       headers,
       body: options.body === undefined ? undefined : JSON.stringify(options.body),
-    });
+    }, options.timeoutMs);
     if (!res.ok) throw await errorOf(res);
     const text = await res.text();
     return text ? (JSON.parse(text) as JsonObject) : {};

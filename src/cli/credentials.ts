@@ -1,3 +1,4 @@
+import { ApiClient, uidPath } from "./api-client.js";
 import type { ConfigStore, IdentityTokenSource, TokenEntry } from "./config-store.js";
 import { discoverAuthUrl } from "./discovery.js";
 import { CliError, EXIT } from "./errors.js";
@@ -14,6 +15,36 @@ export function tokenClaims(token: string): { sub?: string; exp?: number } {
   } catch {
     return {};
   }
+}
+
+// Only for showing a name: a slow server must not hold up a login that already succeeded.
+const NAME_LOOKUP_TIMEOUT_MS = 5_000;
+
+/**
+ * The display name of the identity `token` belongs to, read from the API (the
+ * token carries only its uid), or undefined when the identity may not read
+ * itself (a person with no roles yet) or the API does not answer.
+ */
+export async function identityName(api: string, token: string, uid: string | undefined): Promise<string | undefined> {
+  if (!uid) return undefined;
+  try {
+    const identity = await new ApiClient(api, () => Promise.resolve(token)).request("GET", `/iam/v2beta1/identities/${uidPath(uid)}`, {
+      timeoutMs: NAME_LOOKUP_TIMEOUT_MS,
+    });
+    return typeof identity["name"] === "string" && identity["name"] ? identity["name"] : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * `Ada Lovelace (identity 1a2b…, <notes>)`, or `identity 1a2b… (<notes>)` when
+ * the name is unknown: the name for people, the uid for the next command.
+ */
+export function describeIdentity(uid: string | undefined, name: string | undefined, notes: string[] = []): string {
+  const id = `identity ${uid ?? "?"}`;
+  if (name) return `${name} (${[id, ...notes].join(", ")})`;
+  return notes.length ? `${id} (${notes.join(", ")})` : id;
 }
 
 export function isFresh(entry: TokenEntry, now = Date.now()): boolean {

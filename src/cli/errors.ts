@@ -83,13 +83,13 @@ function humanCode(code: number): string {
   return (CODE_NAMES[code] ?? `code ${code}`).toLowerCase().replace(/_/g, " ");
 }
 
-interface Violation {
+export interface Violation {
   field?: string;
   type?: string;
   description?: string;
 }
 
-function detailsOfType(status: RestStatus, type: string): Violation[] {
+export function detailsOfType(status: RestStatus, type: "google.rpc.BadRequest" | "google.rpc.PreconditionFailure"): Violation[] {
   const out: Violation[] = [];
   for (const d of status.details ?? []) {
     if (typeof d !== "object" || d === null) continue;
@@ -115,7 +115,8 @@ export function statusLine(status: RestStatus): string {
   const human = humanCode(status.code);
   const fields = detailsOfType(status, "google.rpc.BadRequest");
   if (fields.length > 0) {
-    return `${human}: ${fields.map((v) => `${v.field ?? ""}: ${v.description ?? ""}`).join("; ")}`;
+    // A violation of the whole request (or document) has no field to name.
+    return `${human}: ${fields.map((v) => (v.field ? `${v.field}: ${v.description ?? ""}` : (v.description ?? ""))).join("; ")}`;
   }
   const preconditions = detailsOfType(status, "google.rpc.PreconditionFailure");
   if (preconditions.length > 0) {

@@ -1,9 +1,12 @@
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { createServer as createHttpServer } from "node:http";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Command } from "commander";
 import { decodeJwt } from "jose";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { buildProgram } from "../../src/cli/program.js";
 import { restClient, type JsonObject } from "../support/clients.js";
 import { runCli, runCliInTerminal, startCli, type CliResult } from "../support/cli-process.js";
 import { startOidcProvider, type TestOidcProvider } from "../support/oidc-provider.js";
@@ -70,6 +73,9 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
+/** Text matched literally inside a RegExp (file paths). */
+const escapeRe = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
+
 async function tokensFile(dir: string): Promise<Record<string, JsonObject>> {
   return JSON.parse(await readFile(join(dir, "tokens.json"), "utf8")) as Record<string, JsonObject>;
 }
@@ -79,6 +85,31 @@ describe("platformctl basics", () => {
     const res = okRun(await runCli(["--help"], {}));
     expect(res.stdout).toContain("Usage: platformctl");
     for (const area of ["auth", "iam", "registry", "advisories"]) expect(res.stdout).toContain(area);
+  });
+
+  it("says 'an identity', 'an advisory' in the help of every command", async () => {
+    const helps: { path: string; text: string }[] = [];
+    const walk = (cmd: Command, path: string[]) => {
+      // what `--help` prints; wrapping depends on the terminal, so whitespace is normalized
+      helps.push({ path: path.join(" "), text: cmd.helpInformation().replace(/\s+/g, " ") });
+      for (const sub of cmd.commands) walk(sub, [...path, sub.name()]);
+    };
+    walk(buildProgram(), []);
+    expect(helps.length).toBeGreaterThan(50);
+    expect(helps.map((h) => h.path)).toEqual(expect.arrayContaining(["iam identities create", "iam account-associations delete", "advisories import"]));
+    for (const { path, text } of helps) {
+      expect(text, path).not.toMatch(/\ba (identity|identities|advisory|advisories|account|organization|invite|IdP|OSV|OIDC)\b/i);
+      expect(text, path).not.toMatch(/\ba [aeio]/i);
+    }
+    expect(helps.find((h) => h.path === "iam identities create")!.text).toContain("create an identity");
+    expect(helps.find((h) => h.path === "iam identity-providers delete")!.text).toContain("delete an identity provider");
+    // the real launcher prints the same text
+    for (const path of ["iam identities update", "advisories import"]) {
+      const res = okRun(await runCli([...path.split(" "), "--help"], {}));
+      expect(res.stdout.replace(/\s+/g, " "), path).toBe(helps.find((h) => h.path === path)!.text);
+    }
+    const readme = await readFile(new URL("../../README.md", import.meta.url), "utf8");
+    expect(readme).not.toMatch(/\ba (identity|identities|advisory|advisories|IdP)\b/i);
   });
 
   it("exits 2 on a usage error, with one error line", async () => {
@@ -135,7 +166,8 @@ describe("workload login (token exchange)", () => {
     const login = okRun(
       await cli(["auth", "login", "--identity", identityUid, "--identity-token", tokenFile, "--audience", server.app.urls.baseUrl]),
     );
-    expect(login.stdout).toMatch(new RegExp(`^logged in to ${server.url} as ${identityUid} \\(workload, expires in (59m|1h)\\)\\n$`));
+    // the token names only the uid; the name comes from the API
+    expect(login.stdout).toMatch(new RegExp(`^logged in to ${server.url} as ci deployer \\(identity ${identityUid}, workload, expires in (59m|1h)\\)\\n$`));
     const token = okRun(await cli(["auth", "token"])).stdout.trim();
     expect(decodeJwt(token)).toMatchObject({ sub: identityUid, aud: server.app.urls.baseUrl });
     // as curl would: the printed token is a bearer token of the API
@@ -158,16 +190,32 @@ describe("workload login (token exchange)", () => {
     expect(json(res)["uid"]).toBe(orgUid);
   });
 
-  it("auth status shows the API, identity, expiry and kind, one line each", async () => {
+  it("auth status shows the API, identity, its name, expiry and kind, one line each", async () => {
     const res = okRun(await cli(["auth", "status"]));
     const lines = res.stdout.trimEnd().split("\n");
-    expect(lines).toHaveLength(4);
+    expect(lines).toHaveLength(5);
     expect(lines[0]).toBe(`api:      ${server.url}`);
     expect(lines[1]).toBe(`identity: ${identityUid}`);
-    expect(lines[2]).toMatch(/^expiry:   \d{4}-\d{2}-\d{2}T\S+Z \(expires in (59m|1h)\)$/);
-    expect(lines[3]).toBe("kind:     workload");
+    expect(lines[2]).toBe("name:     ci deployer");
+    expect(lines[3]).toMatch(/^expiry:   \d{4}-\d{2}-\d{2}T\S+Z \(expires in (59m|1h)\)$/);
+    expect(lines[4]).toBe("kind:     workload");
     const asJson = json(await cli(["-o", "json", "auth", "status"]));
-    expect(asJson).toMatchObject({ api: server.url, identity: identityUid, kind: "workload" });
+    expect(asJson).toMatchObject({ api: server.url, identity: identityUid, name: "ci deployer", kind: "workload" });
+  });
+
+  it("shows the uid alone when the identity may not read itself (no role yet)", async () => {
+    const roleless = await ok(
+      admin("POST", `/iam/v2beta1/identities/${orgUid}`, { name: "no roles", claimMatch: { issuer: provider.issuer, subject: "someone-else" } }),
+    );
+    const uid = roleless["uid"] as string;
+    const other = freshConfigDir();
+    const oidc = await provider.workloadToken("someone-else", server.app.urls.authUrl);
+    const run = (args: string[]) => runCli(["--api", server.url, ...args], { PLATFORM_CONFIG_DIR: other });
+    const login = okRun(await run(["auth", "login", "--identity", uid, "--identity-token", oidc, "--audience", server.app.urls.baseUrl]));
+    expect(login.stdout).toMatch(new RegExp(`^logged in to ${server.url} as identity ${uid} \\(workload, expires in (59m|1h)\\)\\n$`));
+    const status = okRun(await run(["auth", "status"]));
+    expect(status.stdout).toContain(`identity: ${uid}\nname:     (unknown)\n`);
+    expect(json(await run(["-o", "json", "auth", "status"]))).toMatchObject({ identity: uid, name: "" });
   });
 
   it("re-exchanges an expired workload token, reading the (refreshed) token file again", async () => {
@@ -270,13 +318,13 @@ describe("browser login (the loopback listener)", () => {
     const res = await p.done;
     expect(res.code, res.stderr).toBe(0);
     const sub = decodeJwt(server.token).sub!;
-    expect(res.stdout).toMatch(new RegExp(`^logged in to ${server.url} as ${sub} \\(expires in (59m|1h)\\)\\n$`));
+    expect(res.stdout).toMatch(new RegExp(`^logged in to ${server.url} as bootstrap \\(identity ${sub}, expires in (59m|1h)\\)\\n$`));
     expect((await tokensFile(dir))[server.url]).toMatchObject({ token: server.token, kind: "browser" });
     expect((await stat(join(dir, "tokens.json"))).mode & 0o777).toBe(0o600);
 
     // the stored browser token is what later commands use
     const status = okRun(await runCli(["auth", "status"], { PLATFORM_CONFIG_DIR: dir }));
-    expect(status.stdout).toContain(`identity: ${sub}\n`);
+    expect(status.stdout).toContain(`identity: ${sub}\nname:     bootstrap\n`);
     expect(status.stdout).toContain("kind:     browser\n");
     const created = okRun(await runCli(["iam", "groups", "create", "from-browser-login"], { PLATFORM_CONFIG_DIR: dir }));
     expect(created.stdout).toContain("from-browser-login");
@@ -488,24 +536,126 @@ describe("advisories import", () => {
     expect(res.output).toContain("imported 4 of 4 documents from 1 file: 4 created, 0 updated, 0 unchanged, 0 skipped (older)");
   });
 
-  it("names the file and entry of a bad document, imports the other batches, and exits 2", async () => {
-    const bad = join(tmp, "bad.json");
-    const good = join(tmp, "good.json");
-    await writeFile(bad, JSON.stringify([osv("PYSEC-2024-911", "2024-01-01T00:00:00Z"), { id: "PYSEC-2024-912" }]));
-    await writeFile(good, JSON.stringify(osv("PYSEC-2024-913", "2024-01-01T00:00:00Z")));
-    const res = await asAdmin(["advisories", "import", bad, good, "--batch-size", "2"]);
+  const advisoryStatus = async (uid: string) => (await admin("GET", `/vulnerabilities/v2beta1/advisories/${uid}`)).status;
+
+  it("imports every good document of a batch with a bad one, naming the bad one's file and index (exit 2)", async () => {
+    const a = join(tmp, "a.json");
+    const b = join(tmp, "b.json");
+    await writeFile(a, JSON.stringify([osv("PYSEC-2024-931", "2024-01-01T00:00:00Z"), osv("PYSEC-2024-932", "2024-01-01T00:00:00Z")]));
+    // entry 1 lacks `modified`; all four go in one call (the default batch size), which the server refuses whole
+    await writeFile(b, JSON.stringify([osv("PYSEC-2024-933", "2024-01-01T00:00:00Z"), { id: "PYSEC-2024-934" }]));
+    const res = await asAdmin(["advisories", "import", a, b]);
     expect(res.code).toBe(2);
-    expect(res.stdout).toBe("imported 1 of 3 documents from 2 files: 1 created, 0 updated, 0 unchanged, 0 skipped (older), 2 failed\n");
-    expect(res.stderr).toBe(`error: invalid argument: ${bad}[1].modified: is required\nerror: 2 of 3 documents were not imported\n`);
-    expect((await admin("GET", "/vulnerabilities/v2beta1/advisories/PYSEC-2024-913")).status).toBe(200);
-    expect((await admin("GET", "/vulnerabilities/v2beta1/advisories/PYSEC-2024-911")).status).toBe(404);
+    expect(res.stdout).toBe("imported 3 of 4 documents from 2 files: 3 created, 0 updated, 0 unchanged, 0 skipped (older), 1 failed\n");
+    expect(res.stderr).toBe(`error: ${b}[1]: invalid argument: modified: is required\nerror: 1 of 4 documents was not imported\n`);
+    for (const uid of ["PYSEC-2024-931", "PYSEC-2024-932", "PYSEC-2024-933"]) expect(await advisoryStatus(uid), uid).toBe(200);
+    expect(await advisoryStatus("PYSEC-2024-934")).toBe(404);
+
+    // -o json: the results keep their place among all the documents; the bad one has none
+    const again = await asAdmin(["-o", "json", "advisories", "import", a, b]);
+    expect(again.code).toBe(2);
+    expect((JSON.parse(again.stdout) as JsonObject)["results"]).toEqual([
+      { index: 0, advisoryId: "PYSEC-2024-931", uid: "PYSEC-2024-931", outcome: "OUTCOME_UNCHANGED" },
+      { index: 1, advisoryId: "PYSEC-2024-932", uid: "PYSEC-2024-932", outcome: "OUTCOME_UNCHANGED" },
+      { index: 2, advisoryId: "PYSEC-2024-933", uid: "PYSEC-2024-933", outcome: "OUTCOME_UNCHANGED" },
+    ]);
+    expect(again.stderr).toContain("imported 3 of 4 documents from 2 files: 0 created, 0 updated, 3 unchanged, 0 skipped (older), 1 failed\n");
   });
 
-  it("stops before sending anything when a file is not JSON (exit 2)", async () => {
-    const notJson = join(tmp, "broken.json");
-    await writeFile(notJson, "{ nope");
-    const res = await asAdmin(["advisories", "import", notJson]);
+  it("reports every bad document with all its fields, across batches, and entries that are not objects", async () => {
+    const mixed = join(tmp, "mixed.json");
+    const single = join(tmp, "single-bad.json");
+    await writeFile(
+      mixed,
+      JSON.stringify([
+        { summary: "no id, no modified" },
+        osv("PYSEC-2024-941", "2024-01-01T00:00:00Z"),
+        42,
+        osv("PYSEC-2024-942", "not a time"),
+        osv("PYSEC-2024-943", "2024-01-01T00:00:00Z"),
+      ]),
+    );
+    // a file holding one document has no index to name
+    await writeFile(single, JSON.stringify({ id: "PYSEC-2024-944" }));
+    const res = await asAdmin(["advisories", "import", mixed, single, "--batch-size", "2"]);
     expect(res.code).toBe(2);
-    expect(res.stderr).toMatch(new RegExp(`^error: ${notJson.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&")}: not JSON: `));
+    expect(res.stdout).toBe("imported 2 of 6 documents from 2 files: 2 created, 0 updated, 0 unchanged, 0 skipped (older), 4 failed\n");
+    const lines = res.stderr.trimEnd().split("\n");
+    expect(lines[0]).toBe(`error: ${mixed}[2]: an OSV document must be a JSON object`);
+    expect(lines[1]).toBe(`error: ${mixed}[0]: invalid argument: id: is required; modified: is required`);
+    expect(lines[2]).toMatch(new RegExp(`^error: ${escapeRe(mixed)}\\[3\\]: invalid argument: modified: `));
+    expect(lines[3]).toBe(`error: ${single}: invalid argument: modified: is required`);
+    expect(lines[4]).toBe("error: 4 of 6 documents were not imported");
+    expect(lines).toHaveLength(5);
+    for (const uid of ["PYSEC-2024-941", "PYSEC-2024-943"]) expect(await advisoryStatus(uid), uid).toBe(200);
+    for (const uid of ["PYSEC-2024-942", "PYSEC-2024-944"]) expect(await advisoryStatus(uid), uid).toBe(404);
+  });
+
+  it("reports a document over the body limit (sent alone) and imports the others", async () => {
+    const docs = join(tmp, "huge.json");
+    const huge = osv("PYSEC-2024-952", "2024-01-01T00:00:00Z", { details: "x".repeat(1_100_000) });
+    await writeFile(docs, JSON.stringify([osv("PYSEC-2024-951", "2024-01-01T00:00:00Z"), huge, osv("PYSEC-2024-953", "2024-01-01T00:00:00Z")]));
+    const res = await asAdmin(["advisories", "import", docs]);
+    expect(res.stdout).toBe("imported 2 of 3 documents from 1 file: 2 created, 0 updated, 0 unchanged, 0 skipped (older), 1 failed\n");
+    expect(res.stderr).toBe(`error: ${docs}[1]: invalid argument: body: is larger than the limit of 1048576 bytes\nerror: 1 of 3 documents was not imported\n`);
+    expect(res.code).toBe(2);
+    for (const uid of ["PYSEC-2024-951", "PYSEC-2024-953"]) expect(await advisoryStatus(uid), uid).toBe(200);
+    expect(await advisoryStatus("PYSEC-2024-952")).toBe(404);
+  });
+
+  it("sends the documents one by one when the server's error names none of them", async () => {
+    // A stand-in for the server refusing a call for a value its database cannot store: the error
+    // names `request`, not a document (src/errors/constructors.ts); alone, each document gets its own answer.
+    const calls: number[] = [];
+    const stub = createHttpServer((req, res) => {
+      let body = "";
+      req.on("data", (d: Buffer) => (body += d.toString()));
+      req.on("end", () => {
+        const documents = (JSON.parse(body) as { documents: JsonObject[] }).documents;
+        calls.push(documents.length);
+        res.setHeader("content-type", "application/json");
+        if (documents.length > 1 || documents[0]!["id"] === "STUB-2") {
+          res.statusCode = 400;
+          const violation = { field: "request", description: "contains a value that cannot be stored" };
+          const badRequest = { "@type": "type.googleapis.com/google.rpc.BadRequest", fieldViolations: [violation] };
+          res.end(JSON.stringify({ code: 3, message: `Invalid argument: request: ${violation.description}`, details: [badRequest] }));
+        } else {
+          const id = documents[0]!["id"];
+          res.end(JSON.stringify({ results: [{ index: 0, advisoryId: id, uid: id, outcome: "OUTCOME_CREATED" }] }));
+        }
+      });
+    });
+    await new Promise<void>((resolve) => stub.listen(0, "127.0.0.1", resolve));
+    try {
+      const docs = join(tmp, "stub.json");
+      await writeFile(docs, JSON.stringify(["STUB-1", "STUB-2", "STUB-3"].map((id) => osv(id, "2024-01-01T00:00:00Z"))));
+      const res = await runCli(["--api", `http://127.0.0.1:${(stub.address() as AddressInfo).port}`, "advisories", "import", docs], {
+        PLATFORM_CONFIG_DIR: freshConfigDir(),
+        PLATFORM_TOKEN: "stub-token",
+      });
+      expect(res.code).toBe(2);
+      expect(calls).toEqual([3, 1, 1, 1]);
+      expect(res.stdout).toBe("imported 2 of 3 documents from 1 file: 2 created, 0 updated, 0 unchanged, 0 skipped (older), 1 failed\n");
+      expect(res.stderr).toBe(`error: ${docs}[1]: invalid argument: request: contains a value that cannot be stored\nerror: 1 of 3 documents was not imported\n`);
+    } finally {
+      await new Promise((resolve) => stub.close(resolve));
+    }
+  });
+
+  it("reports files that cannot be read or are not JSON, and imports the others (exit 2)", async () => {
+    const notJson = join(tmp, "broken.json");
+    const missing = join(tmp, "no-such-file.json");
+    const fine = join(tmp, "fine.json");
+    await writeFile(notJson, "{ nope");
+    await writeFile(fine, JSON.stringify(osv("PYSEC-2024-961", "2024-01-01T00:00:00Z")));
+    const res = await asAdmin(["advisories", "import", notJson, missing, fine]);
+    expect(res.code).toBe(2);
+    expect(res.stdout).toBe(
+      "imported 1 of 1 document from 3 files: 1 created, 0 updated, 0 unchanged, 0 skipped (older); 2 files could not be read\n",
+    );
+    const lines = res.stderr.trimEnd().split("\n");
+    expect(lines[0]).toMatch(new RegExp(`^error: ${escapeRe(notJson)}: not JSON: `));
+    expect(lines.slice(1)).toEqual([`error: ${missing}: cannot read: ENOENT`, "error: 2 files could not be read"]);
+    expect(await advisoryStatus("PYSEC-2024-961")).toBe(200);
   });
 });

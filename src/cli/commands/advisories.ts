@@ -1,8 +1,8 @@
 import { InvalidArgumentError, type Command } from "commander";
 import progress from "cli-progress";
-import type { JsonObject } from "../api-client.js";
+import type { ApiClient, JsonObject } from "../api-client.js";
 import { contextOf, type CommandContext } from "../context.js";
-import { ApiError, CliError, EXIT } from "../errors.js";
+import { ApiError, CliError, detailsOfType, EXIT, statusLine, type RestStatus, type Violation } from "../errors.js";
 import { col } from "../output.js";
 import { batches, readOsvFiles, sourceOf, type OsvDocument } from "../osv-files.js";
 import { addResourceCommands, type ResourceSpec } from "./resource.js";
@@ -52,27 +52,96 @@ function batchSize(value: string): number {
   return Number(value);
 }
 
-// `documents[2].modified` in a batch's error → `b.json[1].modified`: the file the user can fix.
-function batchErrorLine(err: ApiError, batch: OsvDocument[]): string {
-  return err.message.replace(/documents\[(\d+)\]/g, (whole, i: string) => {
-    const doc = batch[Number(i)];
-    return doc ? sourceOf(doc) : whole;
-  });
+/** What became of the documents of one batch. */
+interface BatchReport {
+  imported: { doc: OsvDocument; result: JsonObject }[];
+  /** One line per rejected document: its file and entry, then the server's error. */
+  failed: string[];
 }
 
-function summary(tally: Tally, docs: number, files: number, failed: number): string {
+// `documents[2].modified` → document 2, field `modified`; `documents[2]` → document 2, no field.
+const DOCUMENT_FIELD = /^documents\[(\d+)\]\.?(.*)$/s;
+
+/**
+ * The server's violations per document of the call, or undefined when some
+ * violation names no document of it (then the server did not say which failed).
+ */
+function violationsByDocument(status: RestStatus, count: number): Map<number, Violation[]> | undefined {
+  const violations = detailsOfType(status, "google.rpc.BadRequest");
+  if (violations.length === 0) return undefined;
+  const byDoc = new Map<number, Violation[]>();
+  for (const v of violations) {
+    const m = DOCUMENT_FIELD.exec(v.field ?? "");
+    if (!m || Number(m[1]) >= count) return undefined;
+    const i = Number(m[1]);
+    byDoc.set(i, [...(byDoc.get(i) ?? []), { ...v, field: m[2] }]);
+  }
+  return byDoc;
+}
+
+/** `b.json[1]: invalid argument: modified: is required`, from the server's typed error. */
+function documentLine(doc: OsvDocument, status: RestStatus, violations?: Violation[]): string {
+  const own: RestStatus = violations
+    ? { ...status, details: [{ "@type": "type.googleapis.com/google.rpc.BadRequest", fieldViolations: violations }] }
+    : status;
+  return `${sourceOf(doc)}: ${statusLine(own)}`;
+}
+
+function isInvalidArgument(e: unknown): e is ApiError {
+  return e instanceof ApiError && e.status.code === 3;
+}
+
+/**
+ * Imports one batch, leaving out the documents the server rejects. A call is
+ * all or nothing but its error names every bad document, so one retry without
+ * them usually imports the rest; when the error names no document (a body
+ * limit, a value the database refuses) each document is sent alone instead.
+ * Anything but INVALID_ARGUMENT (auth, network) stops the whole import.
+ */
+async function importBatch(client: ApiClient, batch: OsvDocument[], report: BatchReport): Promise<void> {
+  let pending = batch;
+  while (pending.length > 0) {
+    try {
+      const res = await client.request("POST", IMPORT_PATH, { body: { documents: pending.map((d) => d.document) } });
+      for (const result of (res["results"] as JsonObject[] | undefined) ?? []) {
+        const doc = pending[Number(result["index"] ?? 0)];
+        if (doc) report.imported.push({ doc, result });
+      }
+      return;
+    } catch (e) {
+      if (!isInvalidArgument(e)) throw e;
+      const byDoc = violationsByDocument(e.status, pending.length);
+      if (byDoc) {
+        for (const [i, violations] of byDoc) report.failed.push(documentLine(pending[i]!, e.status, violations));
+        pending = pending.filter((_, i) => !byDoc.has(i));
+      } else if (pending.length === 1) {
+        report.failed.push(documentLine(pending[0]!, e.status));
+        return;
+      } else {
+        for (const doc of pending) await importBatch(client, [doc], report);
+        return;
+      }
+    }
+  }
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
+function summary(tally: Tally, docs: number, files: number, failed: number, unreadable: number): string {
   const counts = Object.entries(tally).map(([outcome, n]) => `${n} ${outcome}`);
-  return `imported ${docs - failed} of ${docs} documents from ${files} file${files === 1 ? "" : "s"}: ${counts.join(", ")}${failed ? `, ${failed} failed` : ""}`;
+  if (failed) counts.push(`${failed} failed`);
+  const notRead = unreadable ? `; ${plural(unreadable, "file")} could not be read` : "";
+  return `imported ${docs - failed} of ${plural(docs, "document")} from ${plural(files, "file")}: ${counts.join(", ")}${notRead}`;
 }
 
 async function importFiles(ctx: CommandContext, files: string[], size: number): Promise<void> {
-  const docs = await readOsvFiles(files);
+  const { documents: docs, unreadable, invalid } = await readOsvFiles(files);
   const client = ctx.client();
   const tally: Tally = { created: 0, updated: 0, unchanged: 0, "skipped (older)": 0 };
-  const results: JsonObject[] = [];
-  const errors: string[] = [];
-  let failed = 0;
-  let firstExit: number = EXIT.ok;
+  // Problems found while reading come first: they are known before anything is sent.
+  const report: BatchReport = { imported: [], failed: [...unreadable, ...invalid].map((p) => `${p.source}: ${p.reason}`) };
   const bar = process.stderr.isTTY
     ? new progress.SingleBar(
         { stream: process.stderr, format: "importing [{bar}] {value}/{total} documents", hideCursor: true, clearOnComplete: true },
@@ -80,38 +149,40 @@ async function importFiles(ctx: CommandContext, files: string[], size: number): 
       )
     : undefined;
   bar?.start(docs.length, 0);
-  let offset = 0;
   try {
     for (const batch of batches(docs, size, MAX_BATCH_BYTES)) {
-      try {
-        const res = await client.request("POST", IMPORT_PATH, { body: { documents: batch.map((d) => d.document) } });
-        for (const r of (res["results"] as JsonObject[] | undefined) ?? []) {
-          const outcome = OUTCOMES[r["outcome"] as keyof typeof OUTCOMES];
-          if (outcome) tally[outcome]++;
-          // Indexes count across every batch, as if it were one call.
-          results.push({ ...r, index: offset + Number(r["index"] ?? 0) });
-        }
-      } catch (e) {
-        // A batch with bad documents does not stop the others; anything else (auth, network) does.
-        if (!(e instanceof ApiError) || e.status.code !== 3) throw e;
-        errors.push(batchErrorLine(e, batch));
-        failed += batch.length;
-        if (firstExit === EXIT.ok) firstExit = e.exitCode;
-      }
-      offset += batch.length;
+      await importBatch(client, batch, report);
       bar?.increment(batch.length);
     }
   } finally {
     bar?.stop();
+    // Printed after the bar is gone, so they do not tear it; even when something stopped the import.
+    for (const line of report.failed) ctx.note(`error: ${line}`);
   }
-  for (const line of errors) ctx.note(`error: ${line}`);
+  const results: JsonObject[] = [];
+  for (const { doc, result } of report.imported) {
+    const outcome = OUTCOMES[result["outcome"] as keyof typeof OUTCOMES];
+    if (outcome) tally[outcome]++;
+    // Indexes count every entry of every file, as if it were one call.
+    results.push({ ...result, index: doc.ordinal });
+  }
+  const total = docs.length + invalid.length;
+  const failed = total - report.imported.length;
+  const line = summary(tally, total, files.length, failed, unreadable.length);
   if (ctx.output === "json") {
     ctx.printJson({ results });
-    ctx.note(summary(tally, docs.length, files.length, failed));
+    ctx.note(line);
   } else {
-    ctx.print(summary(tally, docs.length, files.length, failed));
+    ctx.print(line);
   }
-  if (failed > 0) throw new CliError(`${failed} of ${docs.length} documents were not imported`, firstExit);
+  if (failed > 0 || unreadable.length > 0) {
+    const parts = [
+      ...(failed ? [`${failed} of ${plural(total, "document")} ${failed === 1 ? "was" : "were"} not imported`] : []),
+      ...(unreadable.length ? [`${plural(unreadable.length, "file")} could not be read`] : []),
+    ];
+    // Bad input, like INVALID_ARGUMENT elsewhere: exit 2.
+    throw new CliError(parts.join("; "), EXIT.usage);
+  }
 }
 
 /** `platformctl advisories list|get|import` */

@@ -1,7 +1,7 @@
 import { createInterface } from "node:readline";
 import type { Command } from "commander";
 import { contextOf, normalizeApiUrl, type CommandContext } from "../context.js";
-import { exchangeWorkload, isFresh, notLoggedIn, currentToken, tokenClaims } from "../credentials.js";
+import { describeIdentity, exchangeWorkload, identityName, isFresh, notLoggedIn, currentToken, tokenClaims } from "../credentials.js";
 import { discoverAuthUrl } from "../discovery.js";
 import { formatSeconds, parseDuration } from "../duration.js";
 import { CliError, EXIT } from "../errors.js";
@@ -56,7 +56,8 @@ async function browserLogin(ctx: CommandContext, opts: LoginOptions): Promise<vo
     const token = await login.result;
     await ctx.store.saveToken(ctx.api, { ...token, kind: "browser" });
     await ctx.store.setCurrent(ctx.api);
-    ctx.print(`logged in to ${ctx.api} as ${tokenClaims(token.token).sub ?? "?"} (${expiresIn(token.expiry)})`);
+    const uid = tokenClaims(token.token).sub;
+    ctx.print(`logged in to ${ctx.api} as ${describeIdentity(uid, await identityName(ctx.api, token.token, uid), [expiresIn(token.expiry)])}`);
   } finally {
     stopPaste();
     login.close();
@@ -72,7 +73,8 @@ async function workloadLogin(ctx: CommandContext, opts: LoginOptions & { identit
     audience: opts.audience ? normalizeApiUrl(opts.audience, "--audience") : ctx.api,
   });
   await ctx.store.setCurrent(ctx.api);
-  ctx.print(`logged in to ${ctx.api} as ${opts.identity} (workload, ${expiresIn(entry.expiry)})`);
+  const name = await identityName(ctx.api, entry.token, opts.identity);
+  ctx.print(`logged in to ${ctx.api} as ${describeIdentity(opts.identity, name, ["workload", expiresIn(entry.expiry)])}`);
 }
 
 export function registerAuth(program: Command): void {
@@ -106,7 +108,7 @@ export function registerAuth(program: Command): void {
 
   auth
     .command("status")
-    .description("show the API, identity, expiry and kind of the current login")
+    .description("show the API, identity (uid and name), expiry and kind of the current login")
     .action(async (_opts: object, cmd: Command) => {
       const ctx = await contextOf(cmd);
       const fromEnv = ctx.env["PLATFORM_TOKEN"];
@@ -115,9 +117,13 @@ export function registerAuth(program: Command): void {
       if (!token) throw notLoggedIn(ctx.api);
       const claims = tokenClaims(token);
       const expiry = entry?.expiry ?? (claims.exp ? new Date(claims.exp * 1000).toISOString() : "");
+      // An expired token would only be refused: the name is looked up with a live one.
+      const live = !entry || isFresh(entry);
+      const name = live ? await identityName(ctx.api, token, claims.sub) : undefined;
       const status = {
         api: ctx.api,
         identity: claims.sub ?? "",
+        name: name ?? "",
         expiry,
         kind: fromEnv ? "environment (PLATFORM_TOKEN)" : (entry?.kind ?? ""),
       };
@@ -125,7 +131,8 @@ export function registerAuth(program: Command): void {
       else {
         const renewable = entry?.kind === "workload" ? "; renewed on next use" : "";
         const state = !expiry ? "" : entry && !isFresh(entry) ? ` (expired${renewable})` : ` (${expiresIn(expiry)})`;
-        ctx.print(`api:      ${status.api}\nidentity: ${status.identity}\nexpiry:   ${status.expiry}${state}\nkind:     ${status.kind}`);
+        const shownName = status.name || "(unknown)";
+        ctx.print(`api:      ${status.api}\nidentity: ${status.identity}\nname:     ${shownName}\nexpiry:   ${status.expiry}${state}\nkind:     ${status.kind}`);
       }
       if (entry && !isFresh(entry) && entry.kind !== "workload") throw new CliError("token expired: run platformctl auth login", EXIT.auth);
     });

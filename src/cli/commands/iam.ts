@@ -95,6 +95,30 @@ const roleBindings: ResourceSpec = {
   delete: true,
 };
 
+// Bindings at the root, above every organization (platform administrators): the same hydrated shape
+// without a group, for holders of the capability at the root (README: "Platform administrators").
+const rootRoleBindings: ResourceSpec = {
+  command: "root-role-bindings",
+  kind: "root role binding",
+  path: "/iam/v2beta1/rootRoleBindings",
+  listKey: "rootRoleBindings",
+  columns: [UID, col("IDENTITY", "identity.name"), col("IDENTITY UID", "identity.uid", "text", true), col("ROLE", "role.uid"), CREATED],
+  list: {
+    scopes: "none",
+    name: false,
+    filters: [
+      { flag: "identity", param: "identity", description: "bindings of this identity uid", arg: "<uid>" },
+      { flag: "role", param: "role", description: "bindings of this role uid", arg: "<uid>" },
+    ],
+  },
+  create: {
+    only: [{ flag: "identity", path: "identityUid", description: "the identity uid (a person's or the bootstrap identity's)", arg: "<uid>", required: true }],
+  },
+  fields: [{ flag: "role", path: "roleUid", description: "the built-in role uid (viewer, editor, owner, …)", arg: "<uid>", required: true }],
+  update: false,
+  delete: true,
+};
+
 const oidc: FieldFlag[] = [
   { flag: "issuer", path: "oidc.issuer", description: "the provider's issuer URL", arg: "<url>" },
   { flag: "client-id", path: "oidc.clientId", description: "the OAuth client id", arg: "<id>" },
@@ -180,6 +204,6 @@ const invites: ResourceSpec = {
 
 /** `platformctl iam <resource> …` */
 export function registerIam(program: Command): void {
-  const iam = program.command("iam").description("groups, identities, roles, role bindings, identity providers, account associations, invites");
-  for (const spec of [groups, identities, roles, roleBindings, identityProviders, accountAssociations, invites]) registerResource(iam, spec);
+  const iam = program.command("iam").description("groups, identities, roles, role bindings, root role bindings, identity providers, account associations, invites");
+  for (const spec of [groups, identities, roles, roleBindings, rootRoleBindings, identityProviders, accountAssociations, invites]) registerResource(iam, spec);
 }

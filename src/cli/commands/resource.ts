@@ -20,8 +20,8 @@ export interface ResourceSpec {
   listKey: string;
   columns: Column[];
   list: {
-    /** `all`: every uidp scope; `ids`: only --id (global resources refuse the rest). */
-    scopes: "all" | "ids";
+    /** `all`: every uidp scope; `ids`: only --id (global resources refuse the rest); `none`: neither (root role bindings). */
+    scopes: "all" | "ids" | "none";
     /** Whether the list takes `name` (exact match). */
     name: boolean;
     filters?: FilterFlag[];
@@ -29,8 +29,8 @@ export interface ResourceSpec {
   /** The writable fields other than the name: flags of create and of update. */
   fields: FieldFlag[];
   create?: {
-    /** The parent flag (`--group <uid>`), sent in the path. */
-    parent: { flag: string; description: string; required: boolean };
+    /** The parent flag (`--group <uid>`), sent in the path; none: created in the collection (root role bindings). */
+    parent?: { flag: string; description: string; required: boolean };
     /** `create <name>` (required) or `create [name]`; update then takes `--name`. */
     name?: "required" | "optional";
     /** Fields only create sets (a role binding's identity). */
@@ -41,6 +41,15 @@ export interface ResourceSpec {
   /** Whether `update <uid>` exists. */
   update: boolean;
   delete: boolean;
+}
+
+/**
+ * `an identity`, `a group`: in every kind here a vowel letter is a vowel sound
+ * (a kind starting with a "you" sound, like `user`, would need "a"; the help
+ * test in cli.spec.ts catches such a slip).
+ */
+export function withArticle(noun: string): string {
+  return `${/^[aeiou]/i.test(noun) ? "an" : "a"} ${noun}`;
 }
 
 const NAME_FLAG: FieldFlag = { flag: "name", path: "name", description: "the new name" };
@@ -230,7 +239,7 @@ function addList(group: Command, spec: ResourceSpec): void {
     .option("--all", "follow every page (one table)");
   if (spec.list.name) cmd.option("--name <name>", "exact name");
   if (spec.list.scopes === "all") for (const [flag, , what] of SCOPES) cmd.option(`--${flag} <uid>`, what);
-  cmd.option("--id <uid>", "only these uids (repeatable)", collect);
+  if (spec.list.scopes !== "none") cmd.option("--id <uid>", "only these uids (repeatable)", collect);
   for (const f of spec.list.filters ?? []) {
     cmd.option(f.kind === "bool" ? `--${f.flag}` : `--${f.flag} ${f.arg ?? "<value>"}`, f.description);
   }
@@ -239,10 +248,10 @@ function addList(group: Command, spec: ResourceSpec): void {
 
 function addCreate(group: Command, spec: ResourceSpec, create: NonNullable<ResourceSpec["create"]>): void {
   const positional = create.name === "required" ? " <name>" : create.name === "optional" ? " [name]" : "";
-  const cmd = group.command(`create${positional}`).description(`create a ${spec.kind}`);
-  const parent = new Option(`--${create.parent.flag} <uid>`, create.parent.description);
-  if (create.parent.required) parent.makeOptionMandatory();
-  cmd.addOption(parent);
+  const cmd = group.command(`create${positional}`).description(`create ${withArticle(spec.kind)}`);
+  const parent = create.parent && new Option(`--${create.parent.flag} <uid>`, create.parent.description);
+  if (parent && create.parent?.required) parent.makeOptionMandatory();
+  if (parent) cmd.addOption(parent);
   const fields = [...(create.only ?? []), ...spec.fields];
   for (const field of fields) for (const o of optionsFor(field, false)) cmd.addOption(o);
   cmd.action(async (...args: unknown[]) => {
@@ -251,7 +260,7 @@ function addCreate(group: Command, spec: ResourceSpec, create: NonNullable<Resou
     const body = bodyFrom(self, fields);
     const name = self.processedArgs[0] as string | undefined;
     if (name !== undefined) body["name"] = name;
-    const parentUid = self.opts<Record<string, string | undefined>>()[parent.attributeName()];
+    const parentUid = parent && self.opts<Record<string, string | undefined>>()[parent.attributeName()];
     const created = await ctx.client().request("POST", parentUid ? `${spec.path}/${uidPath(parentUid)}` : spec.path, { body });
     if (ctx.output === "table" && create.print) create.print(ctx, created);
     else showOne(ctx, spec, created);
@@ -260,7 +269,7 @@ function addCreate(group: Command, spec: ResourceSpec, create: NonNullable<Resou
 
 function addUpdate(group: Command, spec: ResourceSpec): void {
   const fields = spec.create?.name ? [NAME_FLAG, ...spec.fields] : spec.fields;
-  const cmd = group.command("update <uid>").description(`change a ${spec.kind}: only the fields whose flags are given`);
+  const cmd = group.command("update <uid>").description(`change ${withArticle(spec.kind)}: only the fields whose flags are given`);
   for (const field of fields) for (const o of optionsFor({ ...field, required: false }, true)) cmd.addOption(o);
   cmd.action(async (uid: string, _opts: object, self: Command) => {
     const ctx = await contextOf(self);
@@ -294,7 +303,7 @@ export function addResourceCommands(group: Command, spec: ResourceSpec): void {
   if (spec.delete) {
     group
       .command("delete <uid>")
-      .description(`delete a ${spec.kind}`)
+      .description(`delete ${withArticle(spec.kind)}`)
       .action(async (uid: string, _opts: object, self: Command) => {
         const ctx = await contextOf(self);
         const res = await ctx.client().request("DELETE", `${spec.path}/${uidPath(uid)}`);
