@@ -78,7 +78,7 @@ export interface AuthorizedCall {
 }
 
 /**
- * The one authorization check (DESIGN §5): each method's declared capability
+ * The one authorization check (docs/design.md, "Tokens and access"): each method's declared capability
  * must be held where the declaration says, on every protocol. A method
  * without a declaration fails closed. `authorize` is a plain function of the
  * call, so the Connect interceptor and the REST entry point run the same code.

@@ -1,4 +1,4 @@
-// The capability catalog (DESIGN §5): what roles may grant, and what the
+// The capability catalog (docs/design.md, "Tokens and access"): what roles may grant, and what the
 // built-in roles grant. Capabilities are named `<resource>.<verb>`.
 
 const CRUD = ["list", "create", "update", "delete"] as const;
@@ -43,8 +43,9 @@ const editor = [...viewer, ...crud("repo", ["create", "update", "delete"]), ...c
 
 /**
  * The built-in roles: global, with single-segment uids equal to their names.
- * `owner` also writes advisories, so an organization's owner can import OSV
- * documents.
+ * `owner` also holds the advisory writes; since advisories are global, those
+ * RPCs are declared at the root, so only an owner bound at the root (a
+ * platform administrator) imports OSV documents.
  */
 export const BUILT_IN_ROLES: readonly BuiltInRole[] = [
   { uid: "viewer", name: "viewer", description: "Read access to everything: every list and get.", capabilities: viewer },

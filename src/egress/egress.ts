@@ -64,7 +64,7 @@ function describe(e: unknown): string {
 
 /**
  * The egress guard: every outbound request of the server goes through it
- * (DESIGN §5, Egress). It allows https only (http with the development
+ * (docs/design.md, "Egress"). It allows https only (http with the development
  * flag), resolves the host once and refuses unless every address is public
  * unicast (loopback too with the development flag), then connects to
  * exactly the addresses it checked. Each request has a deadline and a

@@ -58,7 +58,7 @@ export interface ListPage<Row> {
 const TOKEN_KEY_SETTING = "list.page_token_key";
 
 /**
- * The one List engine (DESIGN §3): scope and name filters, order_by with a
+ * The one List engine (docs/design.md, "Lists"): scope and name filters, order_by with a
  * uid tiebreak, keyset cursors in signed tokens, skip, and an exact total
  * counted on the first page only.
  */

@@ -30,7 +30,7 @@ const EMPTY = "google.protobuf.Empty";
 const TIMESTAMP = "google.protobuf.Timestamp";
 
 // protojson drops the fraction of a whole second ("…:56Z"); the API always
-// shows milliseconds ("…:56.000Z", DESIGN §2).
+// shows milliseconds ("…:56.000Z", docs/design.md, "JSON rendering").
 function withMilliseconds(ts: string): string {
   return ts.endsWith("Z") && !ts.includes(".") ? `${ts.slice(0, -1)}.000Z` : ts;
 }

@@ -5,8 +5,8 @@ import type { FieldLookup } from "./field-lookup.js";
 import { isJsonObject } from "./json-object.js";
 
 /**
- * The update mask a PATCH body implies when the caller gives none (DESIGN
- * §4): every field present in the JSON, even when empty or false, as proto
+ * The update mask a PATCH body implies when the caller gives none
+ * (docs/design.md, "Writes"): every field present in the JSON, even when empty or false, as proto
  * names. A non-empty object for a plain message field contributes its leaves
  * (`claim_match.issuer`); an empty one, a map, a list, a well-known type or
  * null contributes the field's own path. Output-only fields contribute nothing.

@@ -92,7 +92,7 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
   }
 
   /**
-   * Applies an update (DESIGN §4) under a row lock: the current message,
+   * Applies an update (docs/design.md, "Writes") under a row lock: the current message,
    * patched by `patch` and `mask`, validated, written back with `extra`
    * (which also sees the message before the change, for rules about what changed).
    */

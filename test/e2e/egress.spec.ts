@@ -7,7 +7,7 @@ import { newChildUid, schema } from "../../src/db/index.js";
 import { restClient, type JsonObject } from "../support/clients.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
-// DESIGN §5, Egress: the server's outbound requests (issuer discovery and
+// docs/design.md, "Egress": the server's outbound requests (issuer discovery and
 // JWKS for the token exchange, upstream IdPs for the browser login) go
 // through one guard. Nothing here sends a packet beyond loopback: the
 // internal addresses below are refused as IP literals, before any

@@ -6,7 +6,7 @@ import { grpcSuite } from "../support/grpc-suite.js";
 import { TIMESTAMP, bind, createGroup, createIdentity, expectInvalid, expectPrecondition, ok, restDetail, uidOf } from "../support/rest-iam.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
-// The v1 API (DESIGN §7) beside v2: the same records in the v1 shape.
+// The v1 API (docs/design.md, "v1 beside v2") beside v2: the same records in the v1 shape.
 
 const GROUP_NAME_RULE = "must match the pattern ^[a-z0-9 ._-]{1,}$";
 const DIGEST_A = `sha256:${"a".repeat(64)}`;

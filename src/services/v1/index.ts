@@ -12,7 +12,7 @@ import { v1RolesService } from "./roles.js";
 import { v1ReposService } from "./repos.js";
 import { v1TagsService } from "./tags.js";
 
-/** The v1 API (DESIGN §7): adapters over the v2 implementations, so the same store and behaviour. */
+/** The v1 API (docs/design.md, "v1 beside v2"): adapters over the v2 implementations, so the same store and behaviour. */
 export const V1_API_SERVICES: ApiService[] = [
   apiService(GroupsService, v1GroupsService),
   apiService(IdentitiesService, v1IdentitiesService),
