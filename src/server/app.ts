@@ -3,13 +3,14 @@ import { join } from "node:path";
 import type { ConnectRouter } from "@connectrpc/connect";
 import type { Logger } from "pino";
 import { OidcIssuers, SigningKeys, TokenService, bootstrapAdminToken, writeAdminToken, type MintedToken } from "../auth/index.js";
+import { AdminTokenRenewal } from "../auth/admin-token-renewal.js";
 import { loginRoutes } from "../auth/login/index.js";
 import { Authorizer, GRANTS_CHANGED_CHANNEL, Grants, GrantsCache } from "../authz/index.js";
 import { SecretBox, ensurePrivateDir, loadMasterKey } from "../crypto/index.js";
-import { openDatabase, type DatabaseHandle } from "../db/index.js";
+import { openDatabase, POSTGRES_POOL_SIZE, type DatabaseHandle } from "../db/index.js";
 import { Egress } from "../egress/index.js";
 import { ListEngine } from "../list/index.js";
-import { createRestHandler } from "../rest/index.js";
+import { createJsonRenderer, createRestHandler } from "../rest/index.js";
 import { API_SERVICES, type ServiceContext } from "../services/index.js";
 import { registerHealth, registerReflection } from "../services/grpc/index.js";
 import { sealPlaintextClientSecrets } from "../services/iam/identity-provider-secret.js";
@@ -20,6 +21,8 @@ import { Metrics } from "./metrics.js";
 import { bind, type RequestHandler } from "./listener.js";
 import { rpcHandler } from "./rpc-handler.js";
 import { plainRoutes } from "./plain-routes.js";
+import { apiDocRoutes } from "./api-docs.js";
+import { corsHandler } from "./cors.js";
 
 /** Requests and messages over 1 MiB are refused on every protocol. */
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
@@ -28,6 +31,8 @@ export interface AppOptions {
   logger: Logger;
   /** Injected time, so tests can expire tokens and cursors. */
   clock?: () => Date;
+  /** How often (real milliseconds) the admin-token file is checked for renewal; default one minute. */
+  adminTokenCheckMs?: number;
 }
 
 export interface App {
@@ -57,7 +62,9 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   const secrets = new SecretBox(master.key);
   master.key.fill(0);
   if (master.file?.created) log.info({ path: master.file.path }, "master key created: back it up, the database's secrets cannot be read without it");
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, pgliteDir: join(config.dataDir, "pglite") });
+  const metrics = new Metrics();
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, pgliteDir: join(config.dataDir, "pglite"), observeQuery: metrics.queryObserver() });
+  metrics.databasePool(database.kind === "postgres" ? POSTGRES_POOL_SIZE : 1);
   const tls = config.tls
     ? { cert: await readFile(config.tls.certFile), key: await readFile(config.tls.keyFile) }
     : undefined;
@@ -88,7 +95,6 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     }
   };
 
-  const metrics = new Metrics();
   const grantsCache = new GrantsCache(Grants.loader(database.db), clock, (hit) => metrics.grantsLookup(hit));
   const unlistenGrants = await database.listen(
     GRANTS_CHANGED_CHANNEL,
@@ -117,6 +123,8 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   );
   const routerOptions = { interceptors: [pipeline.interceptor()], readMaxBytes: MAX_MESSAGE_BYTES, writeMaxBytes: 16 * MAX_MESSAGE_BYTES };
 
+  // One JSON shape for a message, whichever JSON protocol carries it (REST, Connect).
+  const jsonRenderer = createJsonRenderer(descriptors);
   const rest = createRestHandler({
     services: descriptors,
     invoke: pipeline.call,
@@ -144,6 +152,8 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     errorDomain: `iam.${urls.serviceDomain}`,
     metrics,
     onInternalError: (cause) => log.error({ err: cause }, "internal error in an HTTP route"),
+    // Built here, once, from the same descriptors as the REST routes (README, "OpenAPI and docs").
+    docRoutes: apiDocRoutes({ services: descriptors }),
     authRoutes: loginRoutes({
       db: database.db,
       secrets,
@@ -153,6 +163,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       baseUrl: urls.baseUrl,
       upstream: config.oidc,
       devLogin: config.devLogin,
+      admins: config.platformAdmins,
       egress,
       log,
     }),
@@ -163,9 +174,18 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     fallback: (req, res) => void rest(req, res).catch((e: unknown) => log.error({ err: e }, "REST handler failed")),
     onError: (e) => log.error({ err: e }, "RPC handler failed"),
     contextValues: (req) => accessLog.contextValues(req),
+    renderJson: (schema, message) => JSON.stringify(jsonRenderer.render(schema, message)),
+  });
+  // Browser origins (docs/security.md, "Browser origins (CORS)"): the API only, never sign-in or ops routes.
+  const cors = corsHandler({
+    origins: config.corsOrigins,
+    services: descriptors,
+    authPrefix: new URL(urls.authUrl).pathname.replace(/\/+$/, ""),
   });
   const handler: RequestHandler = (req, res) => {
     accessLog.begin(req, res);
+    // After begin(), so a preflight gets a request id and its log line like any request.
+    if (cors(req, res)) return;
     const served = plain(req, res);
     if (served) served.catch((e: unknown) => log.error({ err: e }, "route failed"));
     else rpc(req, res);
@@ -173,11 +193,29 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
 
   let adminToken: MintedToken | undefined;
   let adminTokenPath: string | undefined;
+  let adminTokenRenewal: AdminTokenRenewal | undefined;
   if (config.bootstrap) {
+    const issuedAt = clock();
     const boot = await bootstrapAdminToken(database.db, tokens, urls.baseUrl, clock);
     adminToken = boot.token;
     adminTokenPath = await writeAdminToken(config.dataDir, boot.token);
-    log.info({ path: adminTokenPath, identity: boot.identityUid }, "admin token written (valid one hour)");
+    log.info({ path: adminTokenPath, identity: boot.identityUid }, "admin token written (valid one hour, renewed every half hour while running)");
+    // The file stays valid while the server runs (README: "Admin token").
+    adminTokenRenewal = new AdminTokenRenewal(
+      {
+        dataDir: config.dataDir,
+        tokens,
+        identityUid: boot.identityUid,
+        audience: urls.baseUrl,
+        clock,
+        checkEveryMs: opts.adminTokenCheckMs ?? 60_000,
+        onRenewed: (token) => log.info({ path: adminTokenPath, expiry: token.expiry }, "admin token renewed"),
+        onError: (e) => log.error({ err: e }, "admin token renewal failed; retrying at the next check"),
+      },
+      boot.token,
+      issuedAt,
+    );
+    adminTokenRenewal.start();
   }
 
   listener.serve(handler);
@@ -193,6 +231,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     adminTokenPath,
     async close() {
       shutdown.abort();
+      await adminTokenRenewal?.stop();
       await listener.close(config.shutdownGraceMs);
       await unlistenGrants();
       await database.close();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, isLoopbackHost, loadConfig } from "./config.js";
+import { ConfigError, isLoopbackHost, loadConfig, parseCorsOrigins } from "./config.js";
 
 describe("development sign-in default", () => {
   it("is on only for a loopback listener without an upstream", () => {
@@ -50,5 +50,64 @@ describe("connection timeouts", () => {
     for (const raw of ["0", "-1", "1.5", "abc", "99999999999"]) {
       expect(() => loadConfig({ PLATFORM_HEADERS_TIMEOUT_MS: raw }), raw).toThrow(ConfigError);
     }
+  });
+});
+
+describe("PLATFORM_CORS_ORIGINS", () => {
+  it("is empty by default: no origin is allowed", () => {
+    expect(loadConfig({}).corsOrigins).toEqual([]);
+    expect(loadConfig({ PLATFORM_CORS_ORIGINS: "" }).corsOrigins).toEqual([]);
+    expect(loadConfig({ PLATFORM_CORS_ORIGINS: " , " }).corsOrigins).toEqual([]);
+  });
+
+  it("keeps exact origins, in the form browsers send them", () => {
+    expect(loadConfig({ PLATFORM_CORS_ORIGINS: "https://app.example.com, http://localhost:5173" }).corsOrigins).toEqual([
+      "https://app.example.com",
+      "http://localhost:5173",
+    ]);
+    // Lower-case host and scheme, no default port, punycode, IPv6 in brackets; duplicates once.
+    expect(
+      parseCorsOrigins("HTTPS://App.Example.COM:443,http://127.0.0.1:80,https://bücher.example,http://[::1]:8080,https://app.example.com"),
+    ).toEqual(["https://app.example.com", "http://127.0.0.1", "https://xn--bcher-kva.example", "http://[::1]:8080"]);
+  });
+
+  it("refuses anything that is not an origin, naming the entry", () => {
+    const bad = [
+      "https://app.example.com/", // a path, even just "/"
+      "https://app.example.com/app",
+      "https://app.example.com?x=1",
+      "https://app.example.com#top",
+      "https://user:pass@app.example.com",
+      "https://user@app.example.com",
+      "*",
+      "https://*.example.com",
+      "https://app.*.com",
+      "ftp://app.example.com",
+      "file:///etc/passwd",
+      "javascript://app.example.com",
+      "app.example.com",
+      "null",
+      "https://app.example.com\u0000",
+      "https://app\u0000.example.com",
+      "https://app example.com",
+      "https://",
+      "https://app.example.com:99999",
+    ];
+    for (const entry of bad) {
+      let thrown: unknown;
+      try {
+        loadConfig({ PLATFORM_CORS_ORIGINS: `https://fine.example.com,${entry}` });
+      } catch (e) {
+        thrown = e;
+      }
+      expect(thrown, JSON.stringify(entry)).toBeInstanceOf(ConfigError);
+      const message = (thrown as Error).message;
+      expect(message).toContain("PLATFORM_CORS_ORIGINS");
+      expect(message, JSON.stringify(entry)).toContain(JSON.stringify(entry));
+    }
+  });
+
+  it("suggests the origin when an entry has a path", () => {
+    expect(() => parseCorsOrigins("https://App.example.com/")).toThrow(/write "https:\/\/app\.example\.com"/);
   });
 });

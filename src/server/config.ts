@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import type { OrgCreationPolicy } from "../authz/authorizer.js";
+import { PlatformAdmins } from "../auth/login/platform-admins.js";
 import { decodeMasterKey } from "../crypto/index.js";
 
 /** Everything the server reads from its environment (README: Configuration). */
@@ -24,6 +25,8 @@ export interface Config {
   allowInsecureIssuers: boolean;
   /** The global upstream OIDC provider of browser login (README: Signing in); undefined: none. */
   oidc: { issuer: string; clientId: string; clientSecret: string; scopes: string[] } | undefined;
+  /** PLATFORM_ADMINS: people of that upstream made `owner` at the root when they sign in. */
+  platformAdmins: PlatformAdmins;
   /**
    * Serve the development sign-in provider (anyone signs in as any name).
    * Default: only on a loopback listener with no upstream configured.
@@ -31,6 +34,12 @@ export interface Config {
   devLogin: boolean;
   /** Who may found organizations (PLATFORM_ORG_CREATION). */
   orgCreation: OrgCreationPolicy;
+  /**
+   * PLATFORM_CORS_ORIGINS: the browser origins (scheme://host[:port], as
+   * browsers send them) allowed to call the API cross-origin; empty: none
+   * (docs/security.md, "Browser origins (CORS)").
+   */
+  corsOrigins: readonly string[];
   /** Connection timeouts (README: Configuration): slow or idle clients cannot hold sockets. */
   timeouts: { headersMs: number; requestMs: number; idleMs: number };
   tls: { certFile: string; keyFile: string } | undefined;
@@ -92,6 +101,44 @@ function parseMasterKey(raw: string | undefined): Buffer | undefined {
   return key;
 }
 
+/**
+ * PLATFORM_CORS_ORIGINS: comma-separated exact origins. Each is stored as
+ * the URL standard serialises an origin (lower-case host, punycode, no
+ * default port), which is what a browser's Origin header carries, so a
+ * request matches by plain string equality. No wildcards, not even `*`: the
+ * operator knows their apps, and an open list would let any site a user
+ * visits read the unauthenticated RPCs of a server on their network
+ * (docs/security.md, "Browser origins (CORS)").
+ */
+export function parseCorsOrigins(raw: string | undefined): string[] {
+  if (raw === undefined) return [];
+  const origins = new Set<string>();
+  for (const part of raw.split(",")) {
+    const entry = part.trim();
+    if (entry === "") continue;
+    const bad = (why: string) =>
+      new ConfigError(`PLATFORM_CORS_ORIGINS: ${JSON.stringify(entry.slice(0, 200))} is not an origin (scheme://host[:port]): ${why}`);
+    // Control characters (NUL included) and inner spaces never belong to an origin.
+    if (/[\u0000-\u0020\u007f]/.test(entry)) throw bad("it contains a space or a control character");
+    if (entry.includes("*")) throw bad("wildcards are not supported; list each origin");
+    const m = /^([A-Za-z][A-Za-z0-9+.-]*):\/\/([^/?#]*)(.*)$/.exec(entry);
+    if (!m) throw bad("it must start with http:// or https://");
+    const [, scheme = "", authority = "", rest = ""] = m;
+    if (!/^https?$/i.test(scheme)) throw bad("the scheme must be http or https");
+    if (authority.includes("@")) throw bad("it must not carry a user name or password");
+    let url: URL;
+    try {
+      url = new URL(`${scheme}://${authority}`);
+    } catch {
+      throw bad("the host is not valid");
+    }
+    if (url.hostname === "") throw bad("the host is missing");
+    if (rest !== "") throw bad(`it must not have a path, query or fragment (write "${url.origin}")`);
+    origins.add(url.origin);
+  }
+  return [...origins];
+}
+
 function parseOidc(env: NodeJS.ProcessEnv, allowInsecure: boolean): Config["oidc"] {
   const issuer = parseUrl("PLATFORM_OIDC_ISSUER", env["PLATFORM_OIDC_ISSUER"]);
   const clientId = env["PLATFORM_OIDC_CLIENT_ID"] || "";
@@ -130,8 +177,10 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     bootstrap: parseBool("PLATFORM_BOOTSTRAP", env["PLATFORM_BOOTSTRAP"], true),
     allowInsecureIssuers,
     oidc,
+    platformAdmins: PlatformAdmins.parse(env["PLATFORM_ADMINS"], oidc?.issuer, (message) => new ConfigError(message)),
     devLogin: parseBool("PLATFORM_DEV_LOGIN", env["PLATFORM_DEV_LOGIN"], !oidc && isLoopbackHost(host)),
     orgCreation: parseOrgCreation(env["PLATFORM_ORG_CREATION"]),
+    corsOrigins: parseCorsOrigins(env["PLATFORM_CORS_ORIGINS"]),
     timeouts: {
       headersMs: parseInteger("PLATFORM_HEADERS_TIMEOUT_MS", env["PLATFORM_HEADERS_TIMEOUT_MS"], 10_000, 600_000, 100),
       requestMs: parseInteger("PLATFORM_REQUEST_TIMEOUT_MS", env["PLATFORM_REQUEST_TIMEOUT_MS"], 60_000, 3_600_000, 100),

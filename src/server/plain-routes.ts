@@ -3,6 +3,7 @@ import type http2 from "node:http2";
 import { bearerToken, exchangeToken, jwks, openidConfiguration, type SigningKeys, type TokenExchangeDeps } from "../auth/index.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { sendError } from "../rest/response.js";
+import { buildInfo } from "./build-info.js";
 import type { Metrics } from "./metrics.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
@@ -21,6 +22,8 @@ export interface PlainRouteDeps {
   metrics: Metrics;
   /** More routes under the auth URL's path (the browser login), keyed by their path below it. */
   authRoutes?: ReadonlyMap<string, Route>;
+  /** `/openapi.json` and the `/docs` page with its files (src/server/api-docs.ts), keyed by their path. */
+  docRoutes?: ReadonlyMap<string, Route>;
 }
 
 function sendJson(res: Res, status: number, body: unknown, cache = "no-store"): void {
@@ -41,8 +44,10 @@ export interface Route {
  */
 export function plainRoutes(deps: PlainRouteDeps): (req: Req, res: Res) => Promise<void> | undefined {
   const authPrefix = new URL(deps.issuer).pathname.replace(/\/+$/, "");
+  const version = buildInfo();
   const routes = new Map<string, Route>([
     ["/healthz", { methods: ["GET", "HEAD"], serve: async (_req, res) => sendJson(res, 200, { status: "ok" }) }],
+    ["/version", { methods: ["GET", "HEAD"], serve: async (_req, res) => sendJson(res, 200, version) }],
     [
       "/metrics",
       {
@@ -94,6 +99,7 @@ export function plainRoutes(deps: PlainRouteDeps): (req: Req, res: Res) => Promi
       },
     ],
     ...[...(deps.authRoutes ?? [])].map(([path, route]): [string, Route] => [`${authPrefix}${path}`, route]),
+    ...(deps.docRoutes ?? []),
   ]);
 
   const fail = (res: Res, e: unknown) =>
@@ -102,7 +108,14 @@ export function plainRoutes(deps: PlainRouteDeps): (req: Req, res: Res) => Promi
   return (req, res) => {
     const url = new URL(req.url ?? "/", "http://localhost");
     const route = routes.get(url.pathname);
-    if (!route || !route.methods.includes(req.method ?? "")) return undefined;
+    if (!route) return undefined;
+    if (!route.methods.includes(req.method ?? "")) {
+      // A known path with another method: 405 naming the ones it takes, as the REST routes do.
+      const allow = route.methods.join(", ");
+      const err = new ConnectError(`${req.method ?? ""} is not allowed on ${url.pathname}; allowed: ${allow}`, Code.Unimplemented);
+      sendError(res, err, { domain: deps.errorDomain, status: 405, headers: { allow, "cache-control": "no-store" }, onInternalError: deps.onInternalError });
+      return Promise.resolve();
+    }
     return route.serve(req, res, url).catch((e: unknown) => fail(res, e));
   };
 }
