@@ -12,16 +12,6 @@ import { startTestServer, type TestServer } from "../support/server.js";
 // Allowed by PLATFORM_CORS_ORIGINS it reads the answers; not allowed, its
 // fetch fails as browsers fail cross-origin calls (a TypeError).
 
-const CHROMIUM_ARGS = [
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  // Nothing but loopback.
-  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
-];
 
 let site: http.Server;
 let siteOrigin: string;
@@ -44,7 +34,7 @@ beforeAll(async () => {
   [allowing, refusing, browser] = await Promise.all([
     startTestServer({ PLATFORM_CORS_ORIGINS: `https://elsewhere.example.com,${siteOrigin}` }),
     startTestServer({ PLATFORM_CORS_ORIGINS: "https://elsewhere.example.com" }),
-    launchChromium({ args: CHROMIUM_ARGS }),
+    launchChromium(),
   ]);
   group = uidOf(await createGroup(restClient(allowing.url, allowing.token), "browser-cors"));
   otherGroup = uidOf(await createGroup(restClient(refusing.url, refusing.token), "browser-cors"));

@@ -10,22 +10,13 @@ import { startTestServer, type TestServer } from "../support/server.js";
 // page's strict Content-Security-Policy, with every file from this server
 // and nothing fetched from anywhere else.
 
-const CHROMIUM_ARGS = [
-  "--disable-gpu",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  // Should the page reach for another host, it fails here and shows up below.
-  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
-];
 
 let server: TestServer;
 let browser: Browser;
 
 beforeAll(async () => {
   server = await startTestServer();
-  browser = await launchChromium({ args: CHROMIUM_ARGS });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();

@@ -15,16 +15,6 @@ import { startTestServer, type TestServer } from "../support/server.js";
 // The browser login of issue 5, driven in a real Chromium (test/support/chromium.ts):
 // the CLI is a tiny loopback listener here that records what the browser brings back.
 
-const CHROMIUM_ARGS = [
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  // Nothing but loopback: the upstream's pages reference web fonts.
-  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
-];
 const STEP_TIMEOUT_MS = 10_000;
 
 /** The CLI side: records each loopback callback by its `state`. */
@@ -92,7 +82,7 @@ beforeAll(async () => {
   server = await startTestServer(upstreamEnv());
   devServer = await startTestServer();
   bothServer = await startTestServer({ ...upstreamEnv(), PLATFORM_DEV_LOGIN: "true" });
-  browser = await launchChromium({ args: CHROMIUM_ARGS });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {

@@ -16,7 +16,6 @@ import { startTestServer, type TestServer } from "../support/server.js";
 // needs the root, such as importing advisories. Driven in a real Chromium
 // through the upstream's own login pages.
 
-const CHROMIUM_ARGS = ["--disable-gpu", "--no-first-run", "--disable-background-networking", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1"];
 const STEP_TIMEOUT_MS = 10_000;
 const ROOT = "/iam/v2beta1/rootRoleBindings";
 
@@ -59,7 +58,7 @@ beforeAll(async () => {
   };
   server = await startTestServer(adminsEnv());
   devServer = await startTestServer({ ...adminsEnv(), PLATFORM_DEV_LOGIN: "true" });
-  browser = await launchChromium({ args: CHROMIUM_ARGS });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {

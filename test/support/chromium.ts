@@ -2,8 +2,19 @@
 // chose it for this run: Debian's when installed, otherwise the one from npm.
 import { chromium, type Browser, type LaunchOptions } from "playwright-core";
 
-// Root in CI containers; the sandbox needs user namespaces that containers often lack.
-const COMMON_ARGS = ["--no-sandbox", "--disable-dev-shm-usage"];
+const COMMON_ARGS = [
+  // Root in CI containers; the sandbox needs user namespaces that containers often lack.
+  "--no-sandbox",
+  "--disable-dev-shm-usage",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  // Nothing but loopback: a page that reaches for the network fails the test instead of leaving the machine.
+  "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1",
+];
 
 /** Which Chromium this run uses, for messages. */
 export function chromiumPath(): string {
