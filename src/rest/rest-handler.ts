@@ -9,6 +9,7 @@ import { JsonRenderer } from "./json-render.js";
 import { RequestBinder } from "./request-binding.js";
 import { sendError, sendJson, type ResponseSink } from "./response.js";
 import { RouteTable } from "./route-table.js";
+import type { NodeRequest } from "../server/http-types.js";
 
 export interface RestHandlerOptions {
   /** Every service whose methods may carry google.api.http rules. */
@@ -24,7 +25,7 @@ export interface RestHandlerOptions {
   /** Default 1 MiB. */
   maxBodyBytes?: number;
   /** Context values to start each call with (e.g. its access-log record). */
-  contextValues?: (req: http.IncomingMessage | http2.Http2ServerRequest) => ContextValues;
+  contextValues?: (req: NodeRequest) => ContextValues;
   /** Receives unexpected (non-Connect) errors for the log; the caller only sees "Internal error". */
   onInternalError?: (cause: unknown) => void;
 }
@@ -73,7 +74,7 @@ export class ClientGone {
   }
 }
 
-export type RestHandler = (req: http.IncomingMessage | http2.Http2ServerRequest, res: RestResponse) => Promise<void>;
+export type RestHandler = (req: NodeRequest, res: RestResponse) => Promise<void>;
 
 // Request headers the implementations may rely on; everything else stays at the edge.
 const FORWARDED_HEADERS = ["authorization", "x-request-id"] as const;
@@ -144,7 +145,7 @@ export function createRestHandler(opts: RestHandlerOptions): RestHandler {
 }
 
 async function readRequestBody(
-  req: http.IncomingMessage | http2.Http2ServerRequest,
+  req: NodeRequest,
   res: RestResponse,
   limit: number,
 ): Promise<Uint8Array | undefined> {
@@ -162,7 +163,7 @@ async function readRequestBody(
   }
 }
 
-function forwardedHeaders(req: http.IncomingMessage | http2.Http2ServerRequest): Headers {
+function forwardedHeaders(req: NodeRequest): Headers {
   const out = new Headers();
   for (const name of FORWARDED_HEADERS) {
     const value = req.headers[name];

@@ -1,11 +1,8 @@
 import { randomUUID } from "node:crypto";
-import type http from "node:http";
-import type http2 from "node:http2";
 import { createContextKey, createContextValues, type ContextValues } from "@connectrpc/connect";
 import type { Logger } from "pino";
+import type { NodeRequest as Req, NodeResponse as Res } from "./http-types.js";
 
-type Req = http.IncomingMessage | http2.Http2ServerRequest;
-type Res = http.ServerResponse | http2.Http2ServerResponse;
 
 /** What the call pipeline adds to a request's access-log line. */
 export interface AccessRecord {

@@ -3,20 +3,17 @@ import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { gzipSync } from "node:zlib";
-import type http from "node:http";
-import type http2 from "node:http2";
 import type { DescService } from "@bufbuild/protobuf";
 import { buildOpenApiDocument } from "../rest/index.js";
 import { buildInfo } from "./build-info.js";
 import type { Route } from "./plain-routes.js";
+import type { NodeRequest as Req, NodeResponse as Res } from "./http-types.js";
 
 // `GET /openapi.json` and the Swagger UI page at `/docs` (README, "OpenAPI
 // and docs"). The document is built once here, at start; Swagger UI's files
 // come from the swagger-ui-dist package, a fixed list of them, read on first
 // use and kept.
 
-type Req = http.IncomingMessage | http2.Http2ServerRequest;
-type Res = http.ServerResponse | http2.Http2ServerResponse;
 
 /** A body served as is, with what conditional and compressed GETs need. */
 interface Asset {

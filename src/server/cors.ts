@@ -1,11 +1,8 @@
-import type http from "node:http";
-import type http2 from "node:http2";
 import { getOption, hasOption, type DescService } from "@bufbuild/protobuf";
 import { cors as connectCors } from "@connectrpc/connect";
 import { http as httpRule } from "../../gen/google/api/annotations_pb.js";
+import type { NodeRequest as Req, NodeResponse as Res } from "./http-types.js";
 
-type Req = http.IncomingMessage | http2.Http2ServerRequest;
-type Res = http.ServerResponse | http2.Http2ServerResponse;
 
 // Browser origins (docs/security.md, "Browser origins (CORS)"). The lists are
 // Connect's own (so every Connect and gRPC-Web client works) plus what the

@@ -2,10 +2,11 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import type { Duplex } from "node:stream";
+import type { NodeRequest, NodeResponse } from "./http-types.js";
 
 export type RequestHandler = (
-  req: http.IncomingMessage | http2.Http2ServerRequest,
-  res: http.ServerResponse | http2.Http2ServerResponse,
+  req: NodeRequest,
+  res: NodeResponse,
 ) => void;
 
 export interface ListenOptions {

@@ -1,13 +1,10 @@
-import type http from "node:http";
-import type http2 from "node:http2";
 import { bearerToken, exchangeToken, jwks, openidConfiguration, type SigningKeys, type TokenExchangeDeps } from "../auth/index.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { sendError } from "../rest/response.js";
 import { buildInfo } from "./build-info.js";
 import type { Metrics } from "./metrics.js";
+import type { NodeRequest as Req, NodeResponse as Res } from "./http-types.js";
 
-type Req = http.IncomingMessage | http2.Http2ServerRequest;
-type Res = http.ServerResponse | http2.Http2ServerResponse;
 
 export interface PlainRouteDeps {
   keys: SigningKeys;
@@ -106,9 +103,12 @@ export function plainRoutes(deps: PlainRouteDeps): (req: Req, res: Res) => Promi
     sendError(res, e, { domain: deps.errorDomain, headers: { "cache-control": "no-store" }, onInternalError: deps.onInternalError });
 
   return (req, res) => {
-    const url = new URL(req.url ?? "/", "http://localhost");
-    const route = routes.get(url.pathname);
+    // Looked up by the path as sent: the URL is parsed only for a request that is one of these routes.
+    const raw = req.url ?? "/";
+    const q = raw.indexOf("?");
+    const route = routes.get(q === -1 ? raw : raw.slice(0, q));
     if (!route) return undefined;
+    const url = new URL(raw, "http://localhost");
     if (!route.methods.includes(req.method ?? "")) {
       // A known path with another method: 405 naming the ones it takes, as the REST routes do.
       const allow = route.methods.join(", ");

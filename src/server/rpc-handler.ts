@@ -1,5 +1,4 @@
 import type http from "node:http";
-import type http2 from "node:http2";
 import { brotliCompressSync, gzipSync } from "node:zlib";
 import type { DescMessage, Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, createConnectRouter, createContextValues, type ConnectRouter, type ConnectRouterOptions, type ContextValues } from "@connectrpc/connect";
@@ -7,9 +6,8 @@ import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse 
 import { compressionBrotli, compressionGzip, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { clip } from "../errors/index.js";
 import { answerKey, type AnswerSlot } from "./call-pipeline.js";
+import type { NodeRequest as Req, NodeResponse as Res } from "./http-types.js";
 
-type Req = http.IncomingMessage | http2.Http2ServerRequest;
-type Res = http.ServerResponse | http2.Http2ServerResponse;
 
 export interface RpcHandlerOptions extends ConnectRouterOptions {
   routes: (router: ConnectRouter) => void;

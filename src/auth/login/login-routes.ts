@@ -1,6 +1,4 @@
 import { timingSafeEqual } from "node:crypto";
-import type http from "node:http";
-import type http2 from "node:http2";
 import type { Logger } from "pino";
 import type { SecretBox } from "../../crypto/index.js";
 import { UID_SHAPES, type Database } from "../../db/index.js";
@@ -16,9 +14,8 @@ import type { PlatformAdmins } from "./platform-admins.js";
 import { viaProvider, type SignInVia } from "./sign-in-via.js";
 import { signIn, type SignInDeps } from "./sign-in.js";
 import { Upstreams, type SignedInPerson } from "./upstream.js";
+import type { NodeRequest as Req, NodeResponse as Res } from "../../server/http-types.js";
 
-type Req = http.IncomingMessage | http2.Http2ServerRequest;
-type Res = http.ServerResponse | http2.Http2ServerResponse;
 
 export interface LoginRoute {
   methods: string[];
