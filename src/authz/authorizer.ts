@@ -118,6 +118,8 @@ export class Authorizer {
           }
           break;
         }
+        // Anyone may read their own identity (who am I, by what name): it tells nothing new.
+        if (decl.capability === "identity.list" && uid === principal.identityUid) break;
         let path = uid;
         if (decl.resourceKind === Authorization_ResourceKind.ROLE) {
           const role = await roleScope(opts.db, uid);

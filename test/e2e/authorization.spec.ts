@@ -74,6 +74,22 @@ describe("an identity bound as viewer in org A (token from the exchange)", () =>
     await provider?.stop();
   });
 
+  it("lets an identity without any role read itself, and nothing else", async () => {
+    const org = await createGroup(admin, "self-read");
+    const loner = await createIdentity(admin, uidOf(org), { name: "loner" });
+    const other = await createIdentity(admin, uidOf(org), { name: "other" });
+    const token = (await server.app.tokens.mint(uidOf(loner), server.app.urls.baseUrl)).token;
+    const call = restClient(server.url, token);
+    const self = await call("GET", `/iam/v2beta1/identities/${uidOf(loner)}`);
+    expect(self.status).toBe(200);
+    expect(self.body["name"]).toBe("loner");
+    expectDenied(await call("GET", `/iam/v2beta1/identities/${uidOf(other)}`), "another identity");
+    // A list shows only what the caller may list: not even itself.
+    const listed = await call("GET", `/iam/v2beta1/identities?uidp.in_root=${uidOf(org)}`);
+    expect(listed.status).toBe(200);
+    expect(listed.body["identities"]).toEqual([]);
+  });
+
   it("lists org A, and only org A", async () => {
     const list = await ok(viewer("GET", "/iam/v2beta1/groups?order_by=name"));
     expect((list["groups"] as JsonObject[]).map((g) => g["name"])).toEqual(["org-a", "team-a"]);

@@ -203,7 +203,7 @@ describe("workload login (token exchange)", () => {
     expect(asJson).toMatchObject({ api: server.url, identity: identityUid, name: "ci deployer", kind: "workload" });
   });
 
-  it("shows the uid alone when the identity may not read itself (no role yet)", async () => {
+  it("names an identity that has no role yet (everyone may read themselves)", async () => {
     const roleless = await ok(
       admin("POST", `/iam/v2beta1/identities/${orgUid}`, { name: "no roles", claimMatch: { issuer: provider.issuer, subject: "someone-else" } }),
     );
@@ -212,10 +212,10 @@ describe("workload login (token exchange)", () => {
     const oidc = await provider.workloadToken("someone-else", server.app.urls.authUrl);
     const run = (args: string[]) => runCli(["--api", server.url, ...args], { PLATFORM_CONFIG_DIR: other });
     const login = okRun(await run(["auth", "login", "--identity", uid, "--identity-token", oidc, "--audience", server.app.urls.baseUrl]));
-    expect(login.stdout).toMatch(new RegExp(`^logged in to ${server.url} as identity ${uid} \\(workload, expires in (59m|1h)\\)\\n$`));
+    expect(login.stdout).toMatch(new RegExp(`^logged in to ${server.url} as no roles \\(identity ${uid}, workload, expires in (59m|1h)\\)\\n$`));
     const status = okRun(await run(["auth", "status"]));
-    expect(status.stdout).toContain(`identity: ${uid}\nname:     (unknown)\n`);
-    expect(json(await run(["-o", "json", "auth", "status"]))).toMatchObject({ identity: uid, name: "" });
+    expect(status.stdout).toContain(`identity: ${uid}\nname:     no roles\n`);
+    expect(json(await run(["-o", "json", "auth", "status"]))).toMatchObject({ identity: uid, name: "no roles" });
   });
 
   it("re-exchanges an expired workload token, reading the (refreshed) token file again", async () => {
