@@ -3,6 +3,7 @@ import { createContextKey, createContextValues, type ContextValues, type Handler
 import { authenticate, isPublicService, type TokenService } from "../auth/index.js";
 import type { Authorizer } from "../authz/index.js";
 import { errorDomainForService, toConnectError, withErrorInfo } from "../errors/index.js";
+import { withoutInputOnly } from "../services/input-only.js";
 import { checkRequest } from "../services/request-check.js";
 import type { RestInvoke } from "../rest/index.js";
 import type { BoundService } from "../services/index.js";
@@ -92,6 +93,8 @@ export class CallPipeline {
         () => next(req),
       );
       if (!res.stream) {
+        // INPUT_ONLY fields (secrets, ttls) never leave, whatever the implementation returned.
+        withoutInputOnly(req.method.output, res.message);
         const slot = req.contextValues.get(answerKey);
         if (slot) slot.message = res.message;
       }
@@ -126,7 +129,7 @@ export class CallPipeline {
       };
       return fn(message, context);
     });
-    return isMessage(result, method.output) ? result : create(method.output, result as never);
+    return withoutInputOnly(method.output, isMessage(result, method.output) ? result : create(method.output, result as never));
   };
 
   private domainOf(service: DescService): string {

@@ -13,7 +13,6 @@ import { assertWithinCeiling, callerGrants, type Grants } from "../../authz/inde
 import { invalidArgument } from "../../errors/index.js";
 import type { ListSource } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
-import { withoutInputOnly } from "../input-only.js";
 import { ResourceStore, requireField, type ResourceMapping } from "../resource-store.js";
 import { toTimestamp } from "../timestamps.js";
 import { checkDescription, checkLength, checkName } from "../validation.js";
@@ -75,8 +74,8 @@ function checkOidc(p: IdentityProvider): void {
 
 /**
  * Messages built from rows carry the client secret (opened), so that updates
- * keep or replace it by the usual mask rules; responses pass through
- * `publicView`, which drops it (and any other INPUT_ONLY field). Columns
+ * keep or replace it by the usual mask rules; the call pipeline drops it
+ * (and every other INPUT_ONLY field) from every response. Columns
  * hold it sealed for the provider's uid, so messages written must carry it.
  */
 export const identityProviderMapping = (secrets: SecretBox): ResourceMapping<typeof schema.identityProviders, typeof IdentityProviderSchema> => ({
@@ -117,8 +116,6 @@ export const identityProviderMapping = (secrets: SecretBox): ResourceMapping<typ
   missingReference: "group",
 });
 
-const publicView = (p: IdentityProvider): IdentityProvider => withoutInputOnly(IdentityProviderSchema, p);
-
 /**
  * The default role, when one is set, must be visible from the provider's
  * group, and within the caller's grant ceiling there: whoever signs in
@@ -145,11 +142,11 @@ export function identityProvidersService(ctx: ServiceContext): ServiceImpl<typeo
       const page = await ctx.list.list(ctx.db, identityProvidersSource, req, context);
       return create(ListIdentityProvidersResponseSchema, {
         ...page,
-        identityProviders: page.rows.map((row) => publicView(mapping.toMessage(row))),
+        identityProviders: page.rows.map((row) => mapping.toMessage(row)),
       });
     },
 
-    getIdentityProvider: async (req) => publicView(await store.get(req.uid)),
+    getIdentityProvider: async (req) => store.get(req.uid),
 
     async createIdentityProvider(req, context) {
       const grants = callerGrants(context);
@@ -163,7 +160,7 @@ export function identityProvidersService(ctx: ServiceContext): ServiceImpl<typeo
         // The uid is known before the insert: the client secret is sealed for it.
         return store.create({ ...provider, uid }, { uid, parentUid: group }, tx);
       });
-      return publicView(created);
+      return created;
     },
 
     async updateIdentityProvider(req, context) {
@@ -177,7 +174,7 @@ export function identityProvidersService(ctx: ServiceContext): ServiceImpl<typeo
         const retargeted = next.oidc?.issuer !== current.oidc?.issuer || next.oidc?.clientId !== current.oidc?.clientId;
         return retargeted && !secretGiven(patch, req.updateMask) ? { oidcClientSecret: "" } : {};
       });
-      return publicView(updated);
+      return updated;
     },
 
     async deleteIdentityProvider(req) {
