@@ -8,7 +8,7 @@ import { elementType, parseText, type FieldValue } from "./field-values.js";
 import { diagnoseMessage, type DiagnosisContext, type Violation } from "./json-diagnosis.js";
 import { isJsonObject } from "./json-object.js";
 import type { Route } from "./route-table.js";
-import { implicitMaskPaths } from "./update-mask.js";
+import { implicitMaskPaths } from "./implied-update-mask.js";
 
 export interface BindingInput {
   readonly route: Route;

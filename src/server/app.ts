@@ -12,7 +12,7 @@ import { Egress } from "../egress/index.js";
 import { ListEngine } from "../list/index.js";
 import { createJsonRenderer, createRestHandler } from "../rest/index.js";
 import { API_SERVICES, type ServiceContext } from "../services/index.js";
-import { registerHealth, registerReflection } from "../services/grpc/index.js";
+import { registerHealth, registerReflection } from "./grpc/index.js";
 import { sealPlaintextClientSecrets } from "../services/iam/identity-provider-secret.js";
 import { resolveUrls, type Config, type ResolvedUrls } from "./config.js";
 import { AccessLog } from "./access-log.js";

@@ -18,7 +18,7 @@ import type { ServiceContext } from "../context.js";
 import { ResourceStore, requireField, type ResourceMapping } from "../resource-store.js";
 import { toTimestamp } from "../timestamps.js";
 import { checkLength } from "../validation.js";
-import { assertRoleVisible, lockGroup } from "./visibility.js";
+import { assertRoleVisible, lockGroup } from "./reference-checks.js";
 
 const MAX_TTL_MS = 30 * 24 * 60 * 60 * 1000;
 const MAX_EMAIL_LENGTH = 254;

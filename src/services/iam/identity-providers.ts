@@ -17,7 +17,7 @@ import { ResourceStore, requireField, type ResourceMapping } from "../resource-s
 import { toTimestamp } from "../timestamps.js";
 import { checkDescription, checkLength, checkName } from "../validation.js";
 import { openClientSecret, sealClientSecret } from "./identity-provider-secret.js";
-import { assertRoleVisible, lockGroup } from "./visibility.js";
+import { assertRoleVisible, lockGroup } from "./reference-checks.js";
 
 const MAX_URL_LENGTH = 2048;
 const MAX_CLIENT_FIELD_LENGTH = 1024;

@@ -17,7 +17,7 @@ import type { ExtraFilters, ListSource } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
 import { ResourceStore, requireField, type ResourceMapping } from "../resource-store.js";
 import { hydrateRoleBindings } from "./role-binding-hydration.js";
-import { assertIdentityVisible, assertRoleVisible, lockGroup } from "./visibility.js";
+import { assertIdentityVisible, assertRoleVisible, lockGroup } from "./reference-checks.js";
 
 const MAX_BATCH = 200;
 

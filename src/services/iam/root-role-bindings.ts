@@ -14,7 +14,7 @@ import type { ExtraFilters, ListSource } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
 import { ResourceStore, requireField, type ResourceMapping } from "../resource-store.js";
 import { hydrateRootRoleBindings } from "./role-binding-hydration.js";
-import { assertIdentityVisible, assertRoleVisible } from "./visibility.js";
+import { assertIdentityVisible, assertRoleVisible } from "./reference-checks.js";
 
 // Role bindings at the root (README: "Platform administrators"): the same
 // resource as a group's role bindings, without a group. The root is written

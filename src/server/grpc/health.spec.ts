@@ -2,8 +2,8 @@ import { status as GrpcStatus, type ClientReadableStream, type ServiceError } fr
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { GroupsService } from "../../../gen/platform/iam/v2beta1/groups_pb.js";
 import { registerHealth, type HealthSource, type ServingStatus } from "./index.js";
-import { HealthClient, type JsHealthResponse } from "./testing/grpc-js-clients.js";
-import { startH2cServer, type RunningServer } from "./testing/h2c-server.js";
+import { HealthClient, type JsHealthResponse } from "../../../test/support/grpc/grpc-js-clients.js";
+import { startH2cServer, type RunningServer } from "../../../test/support/grpc/h2c-server.js";
 
 const GROUPS = "platform.iam.v2beta1.GroupsService";
 const POLL_MS = 20;

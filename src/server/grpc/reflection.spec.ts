@@ -11,8 +11,8 @@ import {
   type JsReflectionRequest,
   type JsReflectionResponse,
   type ReflectionVersion,
-} from "./testing/grpc-js-clients.js";
-import { startH2cServer, type RunningServer } from "./testing/h2c-server.js";
+} from "../../../test/support/grpc/grpc-js-clients.js";
+import { startH2cServer, type RunningServer } from "../../../test/support/grpc/h2c-server.js";
 
 const GROUPS = "platform.iam.v2beta1.GroupsService";
 const GROUPS_FILE = "platform/iam/v2beta1/groups.proto";

@@ -4,7 +4,7 @@ import * as protoLoader from "@grpc/proto-loader";
 
 // An independent client: grpc-js with the upstream .proto files, none of our
 // generated code, so a mistake in our descriptors cannot cancel itself out.
-const root = fileURLToPath(new URL("../../../../node_modules/", import.meta.url));
+const root = fileURLToPath(new URL("../../../node_modules/", import.meta.url));
 const protoFiles = {
   v1: `${root}@grpc/reflection/build/proto/grpc/reflection/v1/reflection.proto`,
   v1alpha: `${root}@grpc/reflection/build/proto/grpc/reflection/v1alpha/reflection.proto`,
