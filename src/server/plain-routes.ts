@@ -1,6 +1,7 @@
 import { bearerToken, exchangeToken, jwks, openidConfiguration, type SigningKeys, type TokenExchangeDeps } from "../auth/index.js";
+import type { JsonValue } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { sendError } from "../rest/response.js";
+import { sendError, sendJson as restSendJson } from "../rest/response.js";
 import { buildInfo } from "./build-info.js";
 import type { Metrics } from "./metrics.js";
 import type { NodeRequest as Req, NodeResponse as Res } from "./http-types.js";
@@ -23,11 +24,9 @@ export interface PlainRouteDeps {
   docRoutes?: ReadonlyMap<string, Route>;
 }
 
-function sendJson(res: Res, status: number, body: unknown, cache = "no-store"): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "cache-control": cache, "content-length": Buffer.byteLength(text) });
-  res.end(text);
-}
+/** JSON through the REST layer's one writer, with how long it may be cached. */
+const sendJson = (res: Res, status: number, body: object, cache = "no-store"): void =>
+  restSendJson(res, status, body as JsonValue, { "cache-control": cache });
 
 export interface Route {
   methods: string[];
