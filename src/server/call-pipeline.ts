@@ -31,7 +31,9 @@ export interface CallPipelineOptions {
 
 /**
  * Where the pipeline leaves a unary call's answer message when the entry
- * point asks for it (Connect JSON renders it as REST does, rpc-handler.ts).
+ * point asks for it: Connect JSON renders it as REST does (rpc-handler.ts),
+ * and connect-es then serialises an empty message in its place. An entry
+ * point that sets a slot must write what it finds there.
  */
 export interface AnswerSlot {
   message: Message | undefined;
@@ -96,7 +98,12 @@ export class CallPipeline {
         // INPUT_ONLY fields (secrets, ttls) never leave, whatever the implementation returned.
         withoutInputOnly(req.method.output, res.message);
         const slot = req.contextValues.get(answerKey);
-        if (slot) slot.message = res.message;
+        if (slot) {
+          // The entry point renders this message itself (Connect JSON, as REST does): connect-es
+          // is handed an empty one, so that it does not also render the real one for nothing.
+          slot.message = res.message;
+          return { ...res, message: create(req.method.output) };
+        }
       }
       return res;
     };

@@ -61,7 +61,7 @@ export function rpcHandler(opts: RpcHandlerOptions): (req: Req, res: Res) => voi
     const values = opts.contextValues?.(req) ?? createContextValues();
     let json: JsonAnswer | undefined;
     if (handler.method.methodKind === "unary" && opts.renderJson && isConnectJson(req, url, q, contentType)) {
-      json = { slot: { message: undefined }, schema: handler.method.output, render: opts.renderJson };
+      json = { slot: { message: undefined }, schema: handler.method.output, render: opts.renderJson, encoding: acceptedEncoding(req.headers["accept-encoding"]) };
       values.set(answerKey, json.slot);
     }
     handler(universalRequest(req, res, values))
@@ -153,7 +153,12 @@ async function writeSingle(uRes: UniversalServerResponse, res: Res, contentType:
     }
   }
   if (json?.slot.message && status === 200 && header) {
-    body = encodeLike(header.get("content-encoding"), Buffer.from(json.render(json.schema, json.slot.message)), body);
+    // connect-es wrote an empty message (call-pipeline.ts, answerKey): the real one is rendered and compressed here.
+    const text = Buffer.from(json.render(json.schema, json.slot.message));
+    const encoding = text.byteLength >= COMPRESS_MIN_BYTES ? json.encoding : undefined;
+    body = encoding === "gzip" ? gzipSync(text) : encoding === "br" ? brotliCompressSync(text) : text;
+    if (encoding) header.set("content-encoding", encoding);
+    else header.delete("content-encoding");
     header.set("content-length", String(body.byteLength));
   }
   if (res.writableEnded || res.destroyed) return;
@@ -167,6 +172,8 @@ interface JsonAnswer {
   slot: AnswerSlot;
   schema: DescMessage;
   render: (schema: DescMessage, message: Message) => string;
+  /** How the answer may be compressed (Accept-Encoding). */
+  encoding: "gzip" | "br" | undefined;
 }
 
 /** A Connect unary call asking for JSON: a POST of application/json, or a GET with encoding=json. */
@@ -175,12 +182,18 @@ function isConnectJson(req: Req, url: string, q: number, contentType: string): b
   return /^application\/json\b/i.test(contentType);
 }
 
-/** `text` compressed as connect-es compressed the answer it replaces (`original`, kept when the encoding is unknown). */
-function encodeLike(encoding: string | null, text: Buffer, original: Uint8Array): Uint8Array {
-  if (encoding === null || encoding === "identity") return text;
-  if (encoding === "gzip") return gzipSync(text);
-  if (encoding === "br") return brotliCompressSync(text);
-  return original;
+// What connect-es does by default: smaller answers are not worth compressing.
+const COMPRESS_MIN_BYTES = 1024;
+
+/** The compression a Connect unary answer may use, in the router's order (gzip, then br), from Accept-Encoding. */
+function acceptedEncoding(header: string | string[] | undefined): "gzip" | "br" | undefined {
+  if (typeof header !== "string") return undefined;
+  const accepted = new Set<string>();
+  for (const part of header.split(",")) {
+    const [name = "", ...params] = part.split(";").map((p) => p.trim().toLowerCase());
+    if (!params.some((p) => /^q=0(\.0*)?$/.test(p))) accepted.add(name);
+  }
+  return accepted.has("gzip") ? "gzip" : accepted.has("br") ? "br" : undefined;
 }
 
 /** A gRPC answer made only of headers: the status without a message. */

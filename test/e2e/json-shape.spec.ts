@@ -90,7 +90,19 @@ describe("one JSON shape", () => {
       });
     });
     expect(json(raw)).toEqual(rest.body);
+  });
 
+  it("compresses as the client allows, and only answers worth it", async () => {
+    const uid = String(org["uid"]);
+    const big = { uidp: { childrenOf: uid }, pageSize: 40 };
+    const encodingFor = async (acceptEncoding: string, message: unknown = big) =>
+      (await connect("platform.iam.v2beta1.GroupsService/ListGroups", message, { "accept-encoding": acceptEncoding })).headers.get("content-encoding");
+    expect(await encodingFor("br")).toBe("br");
+    expect(await encodingFor("gzip;q=0, br")).toBe("br");
+    expect(await encodingFor("gzip;q=0")).toBeNull();
+    expect(await encodingFor("identity")).toBeNull();
+    // One small group is under the 1 KiB worth compressing.
+    expect(await encodingFor("gzip", { uidp: { childrenOf: uid }, pageSize: 1 })).toBeNull();
   });
 
   it("leaves errors in Connect's own error shape", async () => {
