@@ -4,7 +4,11 @@ import type { AddressInfo } from "node:net";
 import { decodeJwt } from "jose";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { launchChromium } from "../support/chromium.js";
+import { runCli } from "../support/cli-process.js";
 import { restClient, type JsonObject } from "../support/clients.js";
 import { startOidcProvider, type TestOidcProvider } from "../support/oidc-provider.js";
 import { ok, uidOf } from "../support/rest-iam.js";
@@ -116,6 +120,20 @@ describe("PLATFORM_ADMINS", () => {
     expect(await rootRolesOf(server, uid)).toEqual(["owner"]);
     const imported = await ok(importAdvisory(server, token));
     expect((imported["results"] as JsonObject[])[0]?.["outcome"]).toBe("OUTCOME_CREATED");
+
+    // And with platformctl, as that person: the OSV files of a feed, imported at the root.
+    const dir = await mkdtemp(join(tmpdir(), "platform-admins-"));
+    try {
+      const file = join(dir, "feed.json");
+      const id = `GHSA-${randomBytes(2).toString("hex")}-cli0-0001`;
+      await writeFile(file, JSON.stringify([{ id, modified: "2024-05-01T00:00:00Z", aliases: [] }]));
+      const run = await runCli(["--api", server.url, "advisories", "import", file], { PLATFORM_TOKEN: token, PLATFORM_CONFIG_DIR: dir });
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toContain("imported 1 of 1");
+      expect((await restClient(server.url, token)("GET", `/vulnerabilities/v2beta1/advisories/${id}`)).status).toBe(200);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
 
     // Signing in again changes nothing (the binding is made only when missing).
     const again = await login(server, upstreamAs("alice"));
