@@ -95,8 +95,8 @@ function universalRequest(req: Req, res: Res, contextValues: ContextValues | und
   res.once("close", () => {
     if (!res.writableEnded) controller.abort(new ConnectError("the client went away before the answer was complete", Code.Canceled));
   });
-  const authority = "authority" in req ? req.authority : req.headers.host;
-  if (authority === undefined) throw new ConnectError("the request names no authority (Host)", Code.InvalidArgument);
+  // HTTP/1.0 and HTTP/2 may name no host; the URL only informs the handler (context.url, a GET's query).
+  const authority = ("authority" in req ? req.authority : req.headers.host) || "localhost";
   const encrypted = "encrypted" in req.socket && req.socket.encrypted === true;
   return {
     httpVersion: req.httpVersion,

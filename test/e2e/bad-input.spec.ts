@@ -1,3 +1,4 @@
+import net from "node:net";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
@@ -56,6 +57,21 @@ describe("NUL and odd uids over REST", () => {
     expect((await call("GET", `/iam/v2beta1/identities/${org}//0123456789abcdef`)).status).toBe(404);
     const exchange = await fetch(`${server.url}/sts/exchange?aud=${encodeURIComponent(server.app.urls.baseUrl)}&identity=%00`);
     expectBadRequest({ status: exchange.status, body: (await exchange.json()) as JsonObject }, "identity", "sts");
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+  });
+
+  it("answers an RPC that names no host (HTTP/1.0 without Host) like any other, and keeps serving", async () => {
+    const body = JSON.stringify({ uid: org });
+    const request =
+      `POST /platform.iam.v2beta1.GroupsService/GetGroup HTTP/1.0\r\nContent-Type: application/json\r\n` +
+      `Authorization: Bearer ${server.token}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect(Number(new URL(server.url).port), "127.0.0.1", () => socket.end(request));
+      let text = "";
+      socket.setEncoding("utf8").on("data", (c: string) => (text += c)).on("end", () => resolve(text)).on("error", reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.[01] 200 /);
+    expect(answer).toContain(`"uid":"${org}"`);
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
   });
 
