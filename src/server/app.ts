@@ -184,11 +184,21 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   });
   const handler: RequestHandler = (req, res) => {
     accessLog.begin(req, res);
-    // After begin(), so a preflight gets a request id and its log line like any request.
-    if (cors(req, res)) return;
-    const served = plain(req, res);
-    if (served) served.catch((e: unknown) => log.error({ err: e }, "route failed"));
-    else rpc(req, res);
+    try {
+      // After begin(), so a preflight gets a request id and its log line like any request.
+      if (cors(req, res)) return;
+      const served = plain(req, res);
+      if (served) served.catch((e: unknown) => log.error({ err: e }, "route failed"));
+      else rpc(req, res);
+    } catch (e) {
+      // Thrown before any promise could catch it: one request fails, not the process.
+      log.error({ err: e }, "request handler threw");
+      if (res.headersSent) res.destroy();
+      else {
+        res.statusCode = 500;
+        res.end();
+      }
+    }
   };
 
   let adminToken: MintedToken | undefined;
