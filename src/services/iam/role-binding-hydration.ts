@@ -1,13 +1,40 @@
 import { create } from "@bufbuild/protobuf";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { eq, inArray } from "drizzle-orm";
 import { RoleBindingSchema, type RoleBinding } from "../../../gen/platform/iam/v2beta1/role_bindings_pb.js";
 import { schema, type Executor } from "../../db/index.js";
+import { requireField } from "../resource-store.js";
 import { toTimestamp } from "../timestamps.js";
 
 const b = schema.roleBindings;
 const i = schema.identities;
 const g = schema.groups;
 const r = schema.roles;
+
+// The identity and role as every hydrated binding shows them, group or root.
+const identityColumns = { uid: i.uid, name: i.name, description: i.description, subject: i.claimSubject, issuer: i.claimIssuer };
+const roleColumns = { uid: r.uid, name: r.name, description: r.description };
+
+/**
+ * A stored binding as a message, for group and root bindings alike (their
+ * ResourceMappings spread it): the row carries only what may change
+ * (role_uid); every response is hydrated by the functions below instead.
+ */
+export const storedBindingMapping = {
+  schema: RoleBindingSchema,
+  toMessage: (row: { uid: string; roleUid: string }): RoleBinding => create(RoleBindingSchema, { uid: row.uid, roleUid: row.roleUid }),
+  validate: (b: RoleBinding): void => void requireField(b.roleUid ?? "", "role_uid"),
+  toColumns: (b: RoleBinding) => ({ roleUid: b.roleUid ?? "" }),
+};
+
+/** Joined rows as messages, in the order of `uids`; uids with no row are left out. */
+function inOrder<R extends { uid: string; createTime: Date }>(uids: readonly string[], rows: readonly R[], toMessage: (row: R, createTime: Timestamp) => RoleBinding): RoleBinding[] {
+  const byUid = new Map(rows.map((row) => [row.uid, row]));
+  return uids.flatMap((uid) => {
+    const row = byUid.get(uid);
+    return row ? [toMessage(row, toTimestamp(row.createTime))] : [];
+  });
+}
 
 /**
  * The bindings `uids`, hydrated with their identity, group and role, in ONE
@@ -20,20 +47,16 @@ export async function hydrateRoleBindings(db: Executor, uids: readonly string[])
     .select({
       uid: b.uid,
       createTime: b.createTime,
-      identity: { uid: i.uid, name: i.name, description: i.description, subject: i.claimSubject, issuer: i.claimIssuer },
+      identity: identityColumns,
       group: { uid: g.uid, name: g.name, description: g.description },
-      role: { uid: r.uid, name: r.name, description: r.description },
+      role: roleColumns,
     })
     .from(b)
     .innerJoin(i, eq(b.identityUid, i.uid))
     .innerJoin(g, eq(b.parentUid, g.uid))
     .innerJoin(r, eq(b.roleUid, r.uid))
     .where(inArray(b.uid, [...uids]));
-  const byUid = new Map(rows.map((row) => [row.uid, row]));
-  return uids.flatMap((uid) => {
-    const row = byUid.get(uid);
-    return row ? [create(RoleBindingSchema, { ...row, createTime: toTimestamp(row.createTime) })] : [];
-  });
+  return inOrder(uids, rows, (row, createTime) => create(RoleBindingSchema, { ...row, createTime }));
 }
 
 const root = schema.rootRoleBindings;
@@ -48,16 +71,12 @@ export async function hydrateRootRoleBindings(db: Executor, uids: readonly strin
     .select({
       uid: root.uid,
       createTime: root.createTime,
-      identity: { uid: i.uid, name: i.name, description: i.description, subject: i.claimSubject, issuer: i.claimIssuer },
-      role: { uid: r.uid, name: r.name, description: r.description },
+      identity: identityColumns,
+      role: roleColumns,
     })
     .from(root)
     .innerJoin(i, eq(root.identityUid, i.uid))
     .innerJoin(r, eq(root.roleUid, r.uid))
     .where(inArray(root.uid, [...uids]));
-  const byUid = new Map(rows.map((row) => [row.uid, row]));
-  return uids.flatMap((uid) => {
-    const row = byUid.get(uid);
-    return row ? [create(RoleBindingSchema, { ...row, createTime: toTimestamp(row.createTime) })] : [];
-  });
+  return inOrder(uids, rows, (row, createTime) => create(RoleBindingSchema, { ...row, createTime }));
 }

@@ -16,7 +16,7 @@ import { invalidArgument, notFound } from "../../errors/index.js";
 import type { ExtraFilters, ListSource } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
 import { ResourceStore, requireField, type ResourceMapping } from "../resource-store.js";
-import { hydrateRoleBindings } from "./role-binding-hydration.js";
+import { hydrateRoleBindings, storedBindingMapping } from "./role-binding-hydration.js";
 import { assertIdentityVisible, assertRoleVisible, lockGroup } from "./reference-checks.js";
 
 const MAX_BATCH = 200;
@@ -37,10 +37,7 @@ const roleBindingMapping: ResourceMapping<typeof t, typeof RoleBindingSchema> = 
   kind: "role binding",
   table: t,
   uid: t.uid,
-  schema: RoleBindingSchema,
-  toMessage: (row) => create(RoleBindingSchema, { uid: row.uid, roleUid: row.roleUid }),
-  validate: (b) => void requireField(b.roleUid ?? "", "role_uid"),
-  toColumns: (b) => ({ roleUid: b.roleUid ?? "" }),
+  ...storedBindingMapping,
   duplicate: () => "the identity already has this role at this group",
   missingReference: "group",
 };

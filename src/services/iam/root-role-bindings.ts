@@ -13,7 +13,7 @@ import { notFound } from "../../errors/index.js";
 import type { ExtraFilters, ListSource } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
 import { ResourceStore, requireField, type ResourceMapping } from "../resource-store.js";
-import { hydrateRootRoleBindings } from "./role-binding-hydration.js";
+import { hydrateRootRoleBindings, storedBindingMapping } from "./role-binding-hydration.js";
 import { assertIdentityVisible, assertRoleVisible } from "./reference-checks.js";
 
 // Role bindings at the root (README: "Platform administrators"): the same
@@ -40,10 +40,7 @@ const rootBindingMapping: ResourceMapping<typeof t, typeof RoleBindingSchema> = 
   kind: "root role binding",
   table: t,
   uid: t.uid,
-  schema: RoleBindingSchema,
-  toMessage: (row) => create(RoleBindingSchema, { uid: row.uid, roleUid: row.roleUid }),
-  validate: (b) => void requireField(b.roleUid ?? "", "role_uid"),
-  toColumns: (b) => ({ roleUid: b.roleUid ?? "" }),
+  ...storedBindingMapping,
   duplicate: () => "the identity already has this role at the root",
 };
 
