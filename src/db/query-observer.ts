@@ -74,7 +74,8 @@ export function observedPglite<T extends PGlite | PgliteTransaction>(client: T, 
         return (fn: (tx: PgliteTransaction) => unknown) =>
           (value as (f: (tx: PgliteTransaction) => unknown) => unknown).call(target, (tx: PgliteTransaction) => fn(observedPglite(tx, observe)));
       }
-      return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      // PGlite keeps state in private fields: its methods must run on the PGlite itself, not the proxy.
+      return (value as (...a: unknown[]) => unknown).bind(target);
     },
   });
 }
