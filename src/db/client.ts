@@ -8,6 +8,7 @@ import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
+import { syncBuiltInRoles, type BuiltInRolesSync } from "./built-in-roles.js";
 import { observedPglite, observedPostgres, type QueryObserver } from "./query-observer.js";
 import * as schema from "./schema.js";
 
@@ -20,6 +21,8 @@ export type Executor = Database | Transaction;
 export interface DatabaseHandle {
   db: Database;
   kind: "pglite" | "postgres";
+  /** What opening wrote to make the built-in roles equal the catalogue (docs/design.md, "Built-in roles"). */
+  builtInRoles: BuiltInRolesSync;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
   /**
@@ -47,15 +50,20 @@ const migrationsFolder = fileURLToPath(new URL("./migrations", import.meta.url))
 // Serializes migrations when several replicas start at once against one PostgreSQL.
 const MIGRATION_LOCK_ID = 7_201_304_981;
 
-/** Opens the database, applies pending migrations, and returns a handle. */
+/**
+ * Opens the database, applies pending migrations, writes the built-in roles from the catalogue
+ * (here rather than in the caller, so nothing can read roles before they are written:
+ * docs/design.md, "Built-in roles"), and returns a handle.
+ */
 export async function openDatabase(opts: DatabaseOptions): Promise<DatabaseHandle> {
   if (opts.databaseUrl) {
-    await migratePostgresLocked(opts.databaseUrl);
+    const builtInRoles = await migratePostgresLocked(opts.databaseUrl);
     const client = postgres(opts.databaseUrl, { max: POSTGRES_POOL_SIZE, onnotice: () => {} });
     const db = drizzlePostgres(opts.observeQuery ? observedPostgres(client, opts.observeQuery) : client, { schema }) as unknown as Database;
     return {
       db,
       kind: "postgres",
+      builtInRoles,
       ping: async () => void (await client`select 1`),
       listen: async (channel, onNotify, onListening) => {
         const subscription = await client.listen(channel, onNotify, onListening);
@@ -66,11 +74,14 @@ export async function openDatabase(opts: DatabaseOptions): Promise<DatabaseHandl
   }
   if (!opts.pgliteDir.startsWith("memory://")) mkdirSync(opts.pgliteDir, { recursive: true });
   const client = new PGlite(opts.pgliteDir);
-  await migratePglite(drizzlePglite(client, { schema }), { migrationsFolder });
+  const migrator = drizzlePglite(client, { schema });
+  await migratePglite(migrator, { migrationsFolder });
+  const builtInRoles = await syncBuiltInRoles(migrator);
   const db = drizzlePglite(opts.observeQuery ? observedPglite(client, opts.observeQuery) : client, { schema }) as unknown as Database;
   return {
     db,
     kind: "pglite",
+    builtInRoles,
     ping: async () => void (await client.query("select 1")),
     // In-process: a notification is delivered before the committing query resolves.
     listen: async (channel, onNotify, onListening) => {
@@ -82,13 +93,16 @@ export async function openDatabase(opts: DatabaseOptions): Promise<DatabaseHandl
   };
 }
 
-async function migratePostgresLocked(url: string): Promise<void> {
+// The built-in roles are written under the migration lock too, so replicas starting together
+// do not race on them.
+async function migratePostgresLocked(url: string): Promise<BuiltInRolesSync> {
   const client = postgres(url, { max: 1, onnotice: () => {} });
   try {
     const db = drizzlePostgres(client);
     await db.execute(sql`select pg_advisory_lock(${MIGRATION_LOCK_ID})`);
     try {
       await migratePostgres(db, { migrationsFolder });
+      return await syncBuiltInRoles(db);
     } finally {
       await db.execute(sql`select pg_advisory_unlock(${MIGRATION_LOCK_ID})`);
     }

@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { and, asc, count, desc, eq, gt, lt, sql, type SQL } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
-import type { HandlerContext } from "@connectrpc/connect";
 import type { SecretBox } from "../crypto/index.js";
 import type { Database, Executor } from "../db/index.js";
 import { loadSealedSetting } from "../db/index.js";
@@ -9,7 +8,7 @@ import { invalidArgument, permissionDenied } from "../errors/index.js";
 import { parseOrderBy, type OrderBy } from "./order-by.js";
 import { PAGE_TOKEN_LIFETIME_MS, PageTokenCodec, fingerprint, type CursorPosition } from "./page-token.js";
 import { scopeConditions, type UidpFilter } from "./scope.js";
-import { listVisibilityKey, visibilityCondition } from "./visibility.js";
+import { visibilityCondition, type ListVisibility } from "./visibility.js";
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 200;
@@ -75,15 +74,15 @@ export class ListEngine {
   }
 
   /**
-   * One page. `context` carries the caller's list visibility (set by the
-   * authorization interceptor); group-held resources are never listed
-   * without it.
+   * One page. `visibility` is where the caller may look (worked out by the
+   * authorization check from its grants); group-held resources are never
+   * listed without it.
    */
   async list<T extends PgTable>(
     db: Executor,
     source: ListSource<T>,
     params: ListParams,
-    context: HandlerContext,
+    visibility: ListVisibility | undefined,
     extra: ExtraFilters = { where: [], key: null },
   ): Promise<ListPage<T["$inferSelect"]>> {
     const pageSize = normalizePageSize(params.pageSize);
@@ -94,7 +93,6 @@ export class ListEngine {
 
     const where: SQL[] = [...scopeConditions(source, params.uidp), ...extra.where];
     if (params.name && source.name) where.push(eq(source.name, params.name));
-    const visibility = context.values.get(listVisibilityKey);
     if (source.parentUid) {
       if (!visibility) throw permissionDenied("this list has no authorization");
       const visible = visibilityCondition(source, visibility);

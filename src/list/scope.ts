@@ -1,4 +1,4 @@
-import { and, eq, gt, inArray, lt, or, type SQL } from "drizzle-orm";
+import { and, eq, gt, inArray, lt, or, sql, type SQL } from "drizzle-orm";
 import type { PgColumn } from "drizzle-orm/pg-core";
 import { invalidArgument } from "../errors/index.js";
 
@@ -60,7 +60,8 @@ export function scopeConditions(cols: ScopeColumns, f: UidpFilter | undefined): 
   if (parentUid && f.ancestorsOf) {
     const above = strictPrefixes(f.ancestorsOf);
     if (cols.isGroup) {
-      where.push(above.length ? inArray(cols.uid, above) : eq(cols.uid, "\u0000"));
+      // An organization has no ancestors: the list is empty (a NUL sentinel would be refused by PostgreSQL).
+      where.push(above.length ? inArray(cols.uid, above) : sql`false`);
     } else {
       // Resources held by the group itself or by any group above it.
       where.push(inArray(parentUid, [...above, f.ancestorsOf]));

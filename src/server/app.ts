@@ -65,6 +65,10 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   const metrics = new Metrics();
   const database = await openDatabase({ databaseUrl: config.databaseUrl, pgliteDir: join(config.dataDir, "pglite"), observeQuery: metrics.queryObserver() });
   metrics.databasePool(database.kind === "postgres" ? POSTGRES_POOL_SIZE : 1);
+  // Opening the database wrote the built-in roles from the catalogue (docs/design.md, "Built-in roles").
+  const roleSync = database.builtInRoles;
+  if (roleSync.written.length || roleSync.removed.length) log.info({ written: roleSync.written, removed: roleSync.removed }, "built-in roles written from the catalogue");
+  if (roleSync.kept.length) log.warn({ kept: roleSync.kept }, "built-in roles no longer in the catalogue are kept while bindings, invites or identity providers still use them");
   const tls = config.tls
     ? { cert: await readFile(config.tls.certFile), key: await readFile(config.tls.keyFile) }
     : undefined;

@@ -16,6 +16,8 @@ const BUILT_IN_NAMES = BUILT_IN_ROLES.map((r) => r.name);
 let server: TestServer;
 let call: ReturnType<typeof restClient>;
 
+// A server of its own, not the shared one: a test lists every role in one page,
+// which other files' custom roles would overflow.
 beforeAll(async () => {
   server = await startTestServer();
   call = restClient(server.url, server.token);
@@ -28,7 +30,8 @@ const roles = (body: JsonObject) => body["roles"] as JsonObject[];
 const list = (query = "") => ok(call("GET", `/iam/v2beta1/roles${query ? `?${query}` : ""}`));
 
 describe("built-in roles", () => {
-  it("are seeded by the migration exactly as the capability catalog defines them", async () => {
+  // Written from the catalog when the server opens its fresh database (docs/design.md, "Built-in roles").
+  it("are in a fresh server's database exactly as the capability catalog defines them", async () => {
     const rows = await server.app.database.db.select().from(schema.roles).where(isNull(schema.roles.parentUid));
     const seeded = rows
       .map((r) => ({ uid: r.uid, path: r.path, name: r.name, description: r.description, capabilities: r.capabilities }))

@@ -1,8 +1,6 @@
--- The built-in roles (DESIGN §5): global, uid = name = path. Must equal
--- BUILT_IN_ROLES in src/authz/capabilities.ts (a test compares them).
-INSERT INTO "roles" ("uid", "parent_uid", "path", "name", "description", "capabilities", "create_time", "update_time") VALUES
-	('viewer', NULL, 'viewer', 'viewer', 'Read access to everything: every list and get.', '["groups.list","identity.list","identity_providers.list","account_associations.list","roles.list","role_bindings.list","group_invites.list","repo.list","tag.list","advisories.list"]'::jsonb, now(), now()),
-	('editor', NULL, 'editor', 'editor', 'Viewer, plus managing repositories and tags.', '["groups.list","identity.list","identity_providers.list","account_associations.list","roles.list","role_bindings.list","group_invites.list","repo.list","tag.list","advisories.list","repo.create","repo.update","repo.delete","tag.create","tag.update","tag.delete"]'::jsonb, now(), now()),
-	('owner', NULL, 'owner', 'owner', 'Everything: editor plus every IAM change and advisories.', '["groups.list","identity.list","identity_providers.list","account_associations.list","roles.list","role_bindings.list","group_invites.list","repo.list","tag.list","advisories.list","repo.create","repo.update","repo.delete","tag.create","tag.update","tag.delete","groups.create","groups.update","groups.delete","identity.create","identity.update","identity.delete","identity_providers.create","identity_providers.update","identity_providers.delete","account_associations.create","account_associations.update","account_associations.delete","roles.create","roles.update","roles.delete","role_bindings.create","role_bindings.update","role_bindings.delete","group_invites.create","group_invites.delete","repo.blobs.get","advisories.create","advisories.update","advisories.delete"]'::jsonb, now(), now()),
-	('registry.pull', NULL, 'registry.pull', 'registry.pull', 'Pull images: list groups, repositories and tags, read blobs.', '["groups.list","repo.list","tag.list","repo.blobs.get"]'::jsonb, now(), now()),
-	('registry.push', NULL, 'registry.push', 'registry.push', 'Pull and push images: registry.pull plus every repository and tag change.', '["groups.list","repo.list","tag.list","repo.blobs.get","repo.create","repo.update","repo.delete","tag.create","tag.update","tag.delete"]'::jsonb, now(), now());
+-- Intentionally empty. This migration used to insert the built-in roles; they are now written
+-- from BUILT_IN_ROLES (src/authz/capabilities.ts) every time the database is opened
+-- (src/db/built-in-roles.ts; docs/design.md, "Built-in roles"), so the catalogue is the one
+-- source of truth. Editing it is safe: drizzle's migrator decides what to run by the journal's
+-- `when` of the last applied migration and never compares the stored hash.
+SELECT 1;

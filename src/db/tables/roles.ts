@@ -4,8 +4,9 @@ import { textC, timestampMs } from "../columns.js";
 import { groups } from "./groups.js";
 
 /**
- * Roles: built-in ones are global (no parent, uid = name, seeded by a
- * migration); custom ones live in a group but keep a single-segment uid, so
+ * Roles: built-in ones are global (no parent, uid = name, written from the
+ * catalogue when the database is opened: docs/design.md, "Built-in roles");
+ * custom ones live in a group but keep a single-segment uid, so
  * `path` (`<parent>/<uid>`) is what scope filters match.
  */
 export const roles = pgTable(

@@ -7,14 +7,13 @@ import {
   AccountAssociation_AzureSchema,
   AccountAssociation_GitHubSchema,
   AccountAssociation_GoogleSchema,
-  ListAccountAssociationsResponseSchema,
   type AccountAssociation,
 } from "../../../gen/platform/iam/v2beta1/account_associations_pb.js";
 import { schema } from "../../db/index.js";
 import { invalidArgument } from "../../errors/index.js";
-import type { ListSource } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
-import { ResourceStore, requireField, type ResourceMapping } from "../resource-store.js";
+import { requireField } from "../resource-store.js";
+import { defineResource, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
 import { checkDescription, checkLength, MAX_NAME_LENGTH } from "../validation.js";
 
@@ -26,20 +25,6 @@ const MAX_ENTRIES = 100;
 
 /** The scope path of a group's association: below the group, like everything else it holds. */
 const scopePath = (groupUid: string) => `${groupUid}/account-association`;
-
-export const accountAssociationsSource: ListSource<typeof schema.accountAssociations> = {
-  table: schema.accountAssociations,
-  uid: schema.accountAssociations.uid,
-  parentUid: schema.accountAssociations.parentUid,
-  path: schema.accountAssociations.path,
-  isGroup: false,
-  name: schema.accountAssociations.name,
-  sortable: {
-    name: schema.accountAssociations.name,
-    create_time: schema.accountAssociations.createTime,
-    update_time: schema.accountAssociations.updateTime,
-  },
-};
 
 // Each provider is stored as its sub-message in protojson (null when unset).
 function fromColumn<Desc extends DescMessage>(desc: Desc, json: JsonObject | null): MessageShape<Desc> | undefined {
@@ -80,11 +65,13 @@ function validateProviders(a: AccountAssociation): void {
   }
 }
 
-export const accountAssociationMapping: ResourceMapping<typeof schema.accountAssociations, typeof AccountAssociationSchema> = {
+export const accountAssociationResource = defineResource({
   kind: "account association",
   table: schema.accountAssociations,
-  uid: schema.accountAssociations.uid,
   schema: AccountAssociationSchema,
+  list: { path: schema.accountAssociations.path },
+  // Its uid is the group's own uid, so it is found by parent_uid, not by a uid prefix.
+  groupContent: "an account association",
   toMessage: (row) =>
     create(AccountAssociationSchema, {
       uid: row.uid,
@@ -112,18 +99,10 @@ export const accountAssociationMapping: ResourceMapping<typeof schema.accountAss
   }),
   duplicate: () => "the group already has an account association; update it instead",
   missingReference: "group",
-};
+});
 
 export function accountAssociationsService(ctx: ServiceContext): ServiceImpl<typeof AccountAssociationsService> {
-  const store = new ResourceStore(ctx.db, ctx.clock, accountAssociationMapping);
-  return {
-    async listAccountAssociations(req, context) {
-      const page = await ctx.list.list(ctx.db, accountAssociationsSource, req, context);
-      return create(ListAccountAssociationsResponseSchema, { ...page, accountAssociations: page.rows.map(accountAssociationMapping.toMessage) });
-    },
-
-    getAccountAssociation: (req) => store.get(req.uid),
-
+  return resourceService(AccountAssociationsService, accountAssociationResource, ctx, (store) => ({
     // One per group: the group's uid is the association's primary key.
     createAccountAssociation(req) {
       const group = requireField(req.parent, "parent");
@@ -133,17 +112,5 @@ export function accountAssociationsService(ctx: ServiceContext): ServiceImpl<typ
         path: scopePath(group),
       });
     },
-
-    updateAccountAssociation: (req) =>
-      store.update(
-        requireField(req.accountAssociation?.uid ?? "", "account_association.uid"),
-        req.accountAssociation ?? create(AccountAssociationSchema),
-        req.updateMask,
-      ),
-
-    async deleteAccountAssociation(req) {
-      await store.delete(req.uid);
-      return {};
-    },
-  };
+  }));
 }

@@ -6,16 +6,15 @@ import { and, eq, gt, inArray, isNull, or, sql } from "drizzle-orm";
 import {
   GroupInviteSchema,
   GroupInvitesService,
-  ListGroupInvitesResponseSchema,
   type GroupInvite,
 } from "../../../gen/platform/iam/v2beta1/group_invites_pb.js";
 import { RoleReferenceSchema } from "../../../gen/platform/iam/v2beta1/references_pb.js";
 import { newChildUid, schema, type Executor } from "../../db/index.js";
 import { assertWithinCeiling, callerGrants } from "../../authz/index.js";
 import { invalidArgument } from "../../errors/index.js";
-import type { ListSource } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
-import { ResourceStore, requireField, type ResourceMapping } from "../resource-store.js";
+import { requireField } from "../resource-store.js";
+import { defineResource, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
 import { checkLength } from "../validation.js";
 import { assertRoleVisible, lockGroup } from "./reference-checks.js";
@@ -27,14 +26,6 @@ const EMAIL = /^[^\s@]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9]
 const CODE_BYTES = 32;
 
 export type GroupInviteRow = typeof schema.groupInvites.$inferSelect;
-
-export const groupInvitesSource: ListSource<typeof schema.groupInvites> = {
-  table: schema.groupInvites,
-  uid: schema.groupInvites.uid,
-  parentUid: schema.groupInvites.parentUid,
-  isGroup: false,
-  sortable: { create_time: schema.groupInvites.createTime, update_time: schema.groupInvites.updateTime },
-};
 
 /** The stored form of an invite code: its SHA-256, hex. */
 function hashCode(code: string): string {
@@ -50,11 +41,12 @@ function ttlMillis(ttl: Duration | undefined): number {
   return ms;
 }
 
-export const groupInviteMapping: ResourceMapping<typeof schema.groupInvites, typeof GroupInviteSchema> = {
+export const groupInviteResource = defineResource({
   kind: "group invite",
   table: schema.groupInvites,
-  uid: schema.groupInvites.uid,
   schema: GroupInviteSchema,
+  groupContent: "group invites",
+  decorate: (db, invites) => withRoles(db, invites),
   // Neither the code nor the ttl can be rebuilt from a row; the role is hydrated separately.
   toMessage: (row) =>
     create(GroupInviteSchema, {
@@ -77,7 +69,7 @@ export const groupInviteMapping: ResourceMapping<typeof schema.groupInvites, typ
   },
   toColumns: (i) => ({ roleUid: i.roleUid, email: i.email, singleUse: i.singleUse }),
   missingReference: "group",
-};
+});
 
 /** Sets `role` on each invite from one query for all of them. */
 async function withRoles(db: Executor, invites: GroupInvite[]): Promise<GroupInvite[]> {
@@ -135,25 +127,13 @@ export async function markInviteRedeemed(db: Executor, uid: string, now: Date): 
 }
 
 export function groupInvitesService(ctx: ServiceContext): ServiceImpl<typeof GroupInvitesService> {
-  const store = new ResourceStore(ctx.db, ctx.clock, groupInviteMapping);
-  return {
-    async listGroupInvites(req, context) {
-      const page = await ctx.list.list(ctx.db, groupInvitesSource, req, context);
-      const invites = await withRoles(ctx.db, page.rows.map(groupInviteMapping.toMessage));
-      return create(ListGroupInvitesResponseSchema, { ...page, groupInvites: invites });
-    },
-
-    async getGroupInvite(req) {
-      const [invite] = await withRoles(ctx.db, [await store.get(req.uid)]);
-      return invite!;
-    },
-
+  return resourceService(GroupInvitesService, groupInviteResource, ctx, (store) => ({
     // The only response that carries the code; the table keeps its hash.
     async createGroupInvite(req, context) {
       const grants = callerGrants(context);
       const group = requireField(req.parent, "parent");
       const invite = req.groupInvite ?? create(GroupInviteSchema);
-      groupInviteMapping.validate(invite);
+      groupInviteResource.validate(invite);
       const code = randomBytes(CODE_BYTES).toString("base64url");
       const now = ctx.clock();
       return ctx.db.transaction(async (tx) => {
@@ -177,10 +157,5 @@ export function groupInvitesService(ctx: ServiceContext): ServiceImpl<typeof Gro
         return created;
       });
     },
-
-    async deleteGroupInvite(req) {
-      await store.delete(req.uid);
-      return {};
-    },
-  };
+  }));
 }

@@ -1,33 +1,27 @@
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { eq } from "drizzle-orm";
-import { GroupSchema, GroupsService, ListGroupsResponseSchema, type Group } from "../../../gen/platform/iam/v2beta1/groups_pb.js";
-import { groupContents, isForeignKeyViolation, newChildUid, newRootUid, schema } from "../../db/index.js";
+import { GroupSchema, GroupsService, type Group } from "../../../gen/platform/iam/v2beta1/groups_pb.js";
+import { deleteGroupRoleBindings, groupContents, newChildUid, newRootUid, schema } from "../../db/index.js";
 import { principalKey } from "../../auth/index.js";
 import { grantRole } from "../../authz/grant-role.js";
 import { failedPrecondition, invalidArgument, unauthenticated } from "../../errors/index.js";
-import type { ListSource } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
-import { ResourceStore, requireField, type ResourceMapping } from "../resource-store.js";
+import { defineResource, groupContentRules, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
 import { checkDescription, checkName } from "../validation.js";
 
 const GROUP_NAME_PATTERN = /^[a-z0-9 ._-]{1,}$/;
 
-export const groupsSource: ListSource<typeof schema.groups> = {
-  table: schema.groups,
-  uid: schema.groups.uid,
-  parentUid: schema.groups.parentUid,
-  isGroup: true,
-  name: schema.groups.name,
-  sortable: { name: schema.groups.name, create_time: schema.groups.createTime, update_time: schema.groups.updateTime },
-};
+function groupNotEmpty(uid: string, held: string[]) {
+  return failedPrecondition("RESOURCE_NOT_EMPTY", `group ${uid} still holds ${held.join(", ")}; delete them first`, uid);
+}
 
-export const groupMapping: ResourceMapping<typeof schema.groups, typeof GroupSchema> = {
+export const groupResource = defineResource({
   kind: "group",
   table: schema.groups,
-  uid: schema.groups.uid,
   schema: GroupSchema,
+  list: { isGroup: true },
+  groupContent: "child groups",
   toMessage: (row) =>
     create(GroupSchema, {
       uid: row.uid,
@@ -49,18 +43,19 @@ export const groupMapping: ResourceMapping<typeof schema.groups, typeof GroupSch
   toColumns: (g) => ({ name: g.name, description: g.description, resourceLimits: g.resourceLimits }),
   duplicate: (g) => `a sibling group named "${g.name}" already exists`,
   missingReference: "group",
-};
+  // The row lock orders this delete after any create that already
+  // references the group; the foreign keys refuse anything later.
+  beforeDelete: async (tx, row) => {
+    const held = await groupContents(tx, row.uid, groupContentRules());
+    if (held.length) throw groupNotEmpty(row.uid, held);
+    // The group's access policy goes with it.
+    await deleteGroupRoleBindings(tx, row.uid);
+  },
+  stillReferenced: (uid) => groupNotEmpty(uid, ["resources created while it was being deleted"]),
+});
 
 export function groupsService(ctx: ServiceContext): ServiceImpl<typeof GroupsService> {
-  const store = new ResourceStore(ctx.db, ctx.clock, groupMapping);
-  return {
-    async listGroups(req, context) {
-      const page = await ctx.list.list(ctx.db, groupsSource, req, context);
-      return create(ListGroupsResponseSchema, { ...page, groups: page.rows.map(groupMapping.toMessage) });
-    },
-
-    getGroup: (req) => store.get(req.uid),
-
+  return resourceService(GroupsService, groupResource, ctx, (store) => ({
     async createGroup(req, context) {
       const input = req.group ?? create(GroupSchema);
       if (req.parent) return store.create(input, { uid: newChildUid(req.parent), parentUid: req.parent });
@@ -74,25 +69,5 @@ export function groupsService(ctx: ServiceContext): ServiceImpl<typeof GroupsSer
       });
     },
 
-    updateGroup: (req) => store.update(requireField(req.group?.uid ?? "", "group.uid"), req.group ?? create(GroupSchema), req.updateMask),
-
-    async deleteGroup(req) {
-      const notEmpty = (held: string[]) =>
-        failedPrecondition("RESOURCE_NOT_EMPTY", `group ${req.uid} still holds ${held.join(", ")}; delete them first`, req.uid);
-      try {
-        // The row lock orders this delete after any create that already
-        // references the group; the foreign keys refuse anything later.
-        await store.delete(req.uid, async (tx) => {
-          const held = await groupContents(tx, req.uid);
-          if (held.length) throw notEmpty(held);
-          // The group's access policy goes with it.
-          await tx.delete(schema.roleBindings).where(eq(schema.roleBindings.parentUid, req.uid));
-        });
-      } catch (e) {
-        if (isForeignKeyViolation(e)) throw notEmpty(["resources created while it was being deleted"]);
-        throw e;
-      }
-      return {};
-    },
-  };
+  }));
 }

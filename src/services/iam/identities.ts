@@ -5,7 +5,6 @@ import {
   ClaimMatchSchema,
   IdentitiesService,
   IdentitySchema,
-  ListIdentitiesResponseSchema,
   type ClaimMatch,
   type Identity,
   type ListIdentitiesRequest,
@@ -13,9 +12,10 @@ import {
 import { assertWithinCeiling, callerGrants, Grants } from "../../authz/index.js";
 import { newChildUid, parentOf, schema, type Executor } from "../../db/index.js";
 import { invalidArgument } from "../../errors/index.js";
-import type { ExtraFilters, ListSource } from "../../list/index.js";
+import type { ExtraFilters } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
-import { ResourceStore, requireField, type ResourceMapping } from "../resource-store.js";
+import { requireField } from "../resource-store.js";
+import { defineResource, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
 import { checkByteLength, checkDescription, checkLength, checkName, checkPattern } from "../validation.js";
 
@@ -23,15 +23,6 @@ const MAX_CLAIM_LENGTH = 1024;
 const MAX_PATTERN_LENGTH = 512;
 
 const t = schema.identities;
-
-export const identitiesSource: ListSource<typeof t> = {
-  table: t,
-  uid: t.uid,
-  parentUid: t.parentUid,
-  isGroup: false,
-  name: t.name,
-  sortable: { name: t.name, create_time: t.createTime, update_time: t.updateTime },
-};
 
 function validateClaimMatch(c: ClaimMatch): void {
   // issuer and subject share one index entry: bytes, not characters, keep it under PostgreSQL's limit.
@@ -45,11 +36,12 @@ function validateClaimMatch(c: ClaimMatch): void {
   checkPattern(c.audiencePattern, "claim_match.audience_pattern", MAX_PATTERN_LENGTH);
 }
 
-export const identityMapping: ResourceMapping<typeof t, typeof IdentitySchema> = {
+export const identityResource = defineResource({
   kind: "identity",
   table: t,
-  uid: t.uid,
   schema: IdentitySchema,
+  groupContent: "identities",
+  listFilters: claimFilters,
   toMessage: (row) =>
     create(IdentitySchema, {
       uid: row.uid,
@@ -86,7 +78,7 @@ export const identityMapping: ResourceMapping<typeof t, typeof IdentitySchema> =
     };
   },
   missingReference: "group",
-};
+});
 
 /** claim_match.issuer / claim_match.subject: exact matches; the other claim fields cannot be filtered on. */
 function claimFilters(req: ListIdentitiesRequest): ExtraFilters {
@@ -116,15 +108,8 @@ async function assertMayRetarget(tx: Executor, grants: Grants, identityUid: stri
 }
 
 export function identitiesService(ctx: ServiceContext): ServiceImpl<typeof IdentitiesService> {
-  const store = new ResourceStore(ctx.db, ctx.clock, identityMapping);
-  return {
-    async listIdentities(req, context) {
-      const page = await ctx.list.list(ctx.db, identitiesSource, req, context, claimFilters(req));
-      return create(ListIdentitiesResponseSchema, { ...page, identities: page.rows.map(identityMapping.toMessage) });
-    },
-
-    getIdentity: (req) => store.get(req.uid),
-
+  // Delete is the shared one: role_bindings.identity_uid cascades, so the bindings go in the same statement.
+  return resourceService(IdentitiesService, identityResource, ctx, (store) => ({
     createIdentity(req) {
       const parent = requireField(req.parent, "parent");
       // Seen at the instant it was created: one clock reading for all three.
@@ -147,11 +132,5 @@ export function identitiesService(ctx: ServiceContext): ServiceImpl<typeof Ident
         return {};
       });
     },
-
-    async deleteIdentity(req) {
-      // role_bindings.identity_uid cascades: the bindings go in the same statement.
-      await store.delete(req.uid);
-      return {};
-    },
-  };
+  }));
 }

@@ -4,16 +4,15 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import {
   IdentityProviderSchema,
   IdentityProvidersService,
-  ListIdentityProvidersResponseSchema,
   type IdentityProvider,
 } from "../../../gen/platform/iam/v2beta1/identity_providers_pb.js";
 import type { SecretBox } from "../../crypto/index.js";
 import { newChildUid, parentOf, schema, type Executor } from "../../db/index.js";
 import { assertWithinCeiling, callerGrants, type Grants } from "../../authz/index.js";
 import { invalidArgument } from "../../errors/index.js";
-import type { ListSource } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
-import { ResourceStore, requireField, type ResourceMapping } from "../resource-store.js";
+import { requireField } from "../resource-store.js";
+import { defineResource, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
 import { checkDescription, checkLength, checkName } from "../validation.js";
 import { openClientSecret, sealClientSecret } from "./identity-provider-secret.js";
@@ -26,19 +25,6 @@ const MAX_SCOPES = 50;
 const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]{1,256}$/;
 // Plain http only reaches a provider on this machine (development setups).
 const LOOPBACK_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
-
-export const identityProvidersSource: ListSource<typeof schema.identityProviders> = {
-  table: schema.identityProviders,
-  uid: schema.identityProviders.uid,
-  parentUid: schema.identityProviders.parentUid,
-  isGroup: false,
-  name: schema.identityProviders.name,
-  sortable: {
-    name: schema.identityProviders.name,
-    create_time: schema.identityProviders.createTime,
-    update_time: schema.identityProviders.updateTime,
-  },
-};
 
 /** An OIDC issuer: an https URL (http for loopback hosts) without credentials, query or fragment. */
 function checkIssuer(issuer: string, field: string): void {
@@ -78,43 +64,44 @@ function checkOidc(p: IdentityProvider): void {
  * (and every other INPUT_ONLY field) from every response. Columns
  * hold it sealed for the provider's uid, so messages written must carry it.
  */
-export const identityProviderMapping = (secrets: SecretBox): ResourceMapping<typeof schema.identityProviders, typeof IdentityProviderSchema> => ({
-  kind: "identity provider",
-  table: schema.identityProviders,
-  uid: schema.identityProviders.uid,
-  schema: IdentityProviderSchema,
-  toMessage: (row) =>
-    create(IdentityProviderSchema, {
-      uid: row.uid,
-      name: row.name,
-      description: row.description,
-      defaultRole: row.defaultRoleUid ?? "",
-      oidc: {
-        issuer: row.oidcIssuer,
-        clientId: row.oidcClientId,
-        ...(row.oidcClientSecret ? { clientSecret: openClientSecret(secrets, row.uid, row.oidcClientSecret) } : {}),
-        additionalScopes: row.oidcAdditionalScopes,
-      },
-      createTime: toTimestamp(row.createTime),
-      updateTime: toTimestamp(row.updateTime),
+export const identityProviderResource = (secrets: SecretBox) =>
+  defineResource({
+    kind: "identity provider",
+    table: schema.identityProviders,
+    schema: IdentityProviderSchema,
+    groupContent: "identity providers",
+    toMessage: (row) =>
+      create(IdentityProviderSchema, {
+        uid: row.uid,
+        name: row.name,
+        description: row.description,
+        defaultRole: row.defaultRoleUid ?? "",
+        oidc: {
+          issuer: row.oidcIssuer,
+          clientId: row.oidcClientId,
+          ...(row.oidcClientSecret ? { clientSecret: openClientSecret(secrets, row.uid, row.oidcClientSecret) } : {}),
+          additionalScopes: row.oidcAdditionalScopes,
+        },
+        createTime: toTimestamp(row.createTime),
+        updateTime: toTimestamp(row.updateTime),
+      }),
+    validate: (p) => {
+      checkName(p.name);
+      checkDescription(p.description);
+      checkOidc(p);
+    },
+    toColumns: (p) => ({
+      name: p.name,
+      description: p.description,
+      defaultRoleUid: p.defaultRole || null,
+      oidcIssuer: p.oidc?.issuer ?? "",
+      oidcClientId: p.oidc?.clientId ?? "",
+      oidcClientSecret: sealClientSecret(secrets, p.uid, p.oidc?.clientSecret ?? ""),
+      oidcAdditionalScopes: p.oidc?.additionalScopes ?? [],
     }),
-  validate: (p) => {
-    checkName(p.name);
-    checkDescription(p.description);
-    checkOidc(p);
-  },
-  toColumns: (p) => ({
-    name: p.name,
-    description: p.description,
-    defaultRoleUid: p.defaultRole || null,
-    oidcIssuer: p.oidc?.issuer ?? "",
-    oidcClientId: p.oidc?.clientId ?? "",
-    oidcClientSecret: sealClientSecret(secrets, p.uid, p.oidc?.clientSecret ?? ""),
-    oidcAdditionalScopes: p.oidc?.additionalScopes ?? [],
-  }),
-  duplicate: (p) => `an identity provider named "${p.name}" already exists in the group`,
-  missingReference: "group",
-});
+    duplicate: (p) => `an identity provider named "${p.name}" already exists in the group`,
+    missingReference: "group",
+  });
 
 /**
  * The default role, when one is set, must be visible from the provider's
@@ -135,24 +122,13 @@ function secretGiven(patch: IdentityProvider, mask: FieldMask | undefined): bool
 }
 
 export function identityProvidersService(ctx: ServiceContext): ServiceImpl<typeof IdentityProvidersService> {
-  const mapping = identityProviderMapping(ctx.secrets);
-  const store = new ResourceStore(ctx.db, ctx.clock, mapping);
-  return {
-    async listIdentityProviders(req, context) {
-      const page = await ctx.list.list(ctx.db, identityProvidersSource, req, context);
-      return create(ListIdentityProvidersResponseSchema, {
-        ...page,
-        identityProviders: page.rows.map((row) => mapping.toMessage(row)),
-      });
-    },
-
-    getIdentityProvider: async (req) => store.get(req.uid),
-
+  const resource = identityProviderResource(ctx.secrets);
+  return resourceService(IdentityProvidersService, resource, ctx, (store) => ({
     async createIdentityProvider(req, context) {
       const grants = callerGrants(context);
       const group = requireField(req.parent, "parent");
       const provider = req.identityProvider ?? create(IdentityProviderSchema);
-      mapping.validate(provider);
+      resource.validate(provider);
       const created = await ctx.db.transaction(async (tx) => {
         await lockGroup(tx, group);
         await checkDefaultRole(tx, grants, group, provider);
@@ -176,10 +152,5 @@ export function identityProvidersService(ctx: ServiceContext): ServiceImpl<typeo
       });
       return updated;
     },
-
-    async deleteIdentityProvider(req) {
-      await store.delete(req.uid);
-      return {};
-    },
-  };
+  }));
 }

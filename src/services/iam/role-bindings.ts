@@ -3,7 +3,6 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { eq, type SQL } from "drizzle-orm";
 import {
   BatchCreateRoleBindingsResponseSchema,
-  ListRoleBindingsResponseSchema,
   RoleBindingSchema,
   RoleBindingsService,
   type CreateRoleBindingRequest,
@@ -13,9 +12,10 @@ import {
 import { newChildUid, parentOf, schema, type Executor } from "../../db/index.js";
 import { assertWithinCeiling, callerGrants, type Grants } from "../../authz/index.js";
 import { invalidArgument, notFound } from "../../errors/index.js";
-import type { ExtraFilters, ListSource } from "../../list/index.js";
+import type { ExtraFilters } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
-import { ResourceStore, requireField, type ResourceMapping } from "../resource-store.js";
+import { requireField, type ResourceStore } from "../resource-store.js";
+import { defineResource, resourceService } from "../resource.js";
 import { hydrateRoleBindings, storedBindingMapping } from "./role-binding-hydration.js";
 import { assertIdentityVisible, assertRoleVisible, lockGroup } from "./reference-checks.js";
 
@@ -23,24 +23,19 @@ const MAX_BATCH = 200;
 
 const t = schema.roleBindings;
 
-export const roleBindingsSource: ListSource<typeof t> = {
-  table: t,
-  uid: t.uid,
-  parentUid: t.parentUid,
-  isGroup: false,
-  sortable: { create_time: t.createTime },
-};
-
 // The stored row as a message carries only what Update may patch (role_uid);
-// every response is hydrated by hydrateRoleBindings instead.
-const roleBindingMapping: ResourceMapping<typeof t, typeof RoleBindingSchema> = {
+// every response is hydrated by hydrateRoleBindings instead. Bindings are
+// not a group's contents: they are its access policy and go with it.
+export const roleBindingResource = defineResource({
   kind: "role binding",
   table: t,
-  uid: t.uid,
   ...storedBindingMapping,
+  list: { sortable: { create_time: t.createTime } },
+  listFilters: bindingFilters,
+  decorate: (db, page) => hydrateRoleBindings(db, page.map((b) => b.uid)),
   duplicate: () => "the identity already has this role at this group",
   missingReference: "group",
-};
+});
 
 /** The identity, group and role filters: exact uids. */
 function bindingFilters(req: ListRoleBindingsRequest): ExtraFilters {
@@ -58,7 +53,10 @@ async function hydrateOne(db: Executor, uid: string): Promise<RoleBinding> {
 }
 
 export function roleBindingsService(ctx: ServiceContext): ServiceImpl<typeof RoleBindingsService> {
-  const store = new ResourceStore(ctx.db, ctx.clock, roleBindingMapping);
+  return resourceService(RoleBindingsService, roleBindingResource, ctx, (store) => written(ctx, store));
+}
+
+function written(ctx: ServiceContext, store: ResourceStore<typeof t, typeof RoleBindingSchema>): Partial<ServiceImpl<typeof RoleBindingsService>> {
 
   /**
    * Creates bindings at `parent`, all or none. The group, each identity and
@@ -85,12 +83,7 @@ export function roleBindingsService(ctx: ServiceContext): ServiceImpl<typeof Rol
     });
 
   return {
-    async listRoleBindings(req, context) {
-      const page = await ctx.list.list(ctx.db, roleBindingsSource, req, context, bindingFilters(req));
-      const roleBindings = await hydrateRoleBindings(ctx.db, page.rows.map((row) => row.uid));
-      return create(ListRoleBindingsResponseSchema, { ...page, roleBindings });
-    },
-
+    // One query: the row with its identity, group and role.
     getRoleBinding: (req) => hydrateOne(ctx.db, requireField(req.uid, "uid")),
 
     async createRoleBinding(req, context) {
@@ -119,11 +112,6 @@ export function roleBindingsService(ctx: ServiceContext): ServiceImpl<typeof Rol
         return {};
       });
       return hydrateOne(ctx.db, uid);
-    },
-
-    async deleteRoleBinding(req) {
-      await store.delete(req.uid);
-      return {};
     },
   };
 }

@@ -3,16 +3,16 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { eq, type SQL } from "drizzle-orm";
 import { RoleBindingSchema, type RoleBinding } from "../../../gen/platform/iam/v2beta1/role_bindings_pb.js";
 import {
-  ListRootRoleBindingsResponseSchema,
   RootRoleBindingsService,
   type ListRootRoleBindingsRequest,
 } from "../../../gen/platform/iam/v2beta1/root_role_bindings_pb.js";
 import { newRootBindingUid, schema, type Executor } from "../../db/index.js";
 import { assertWithinCeiling, callerGrants } from "../../authz/index.js";
 import { notFound } from "../../errors/index.js";
-import type { ExtraFilters, ListSource } from "../../list/index.js";
+import type { ExtraFilters } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
-import { ResourceStore, requireField, type ResourceMapping } from "../resource-store.js";
+import { requireField } from "../resource-store.js";
+import { defineResource, resourceService } from "../resource.js";
 import { hydrateRootRoleBindings, storedBindingMapping } from "./role-binding-hydration.js";
 import { assertIdentityVisible, assertRoleVisible } from "./reference-checks.js";
 
@@ -26,23 +26,18 @@ const ROOT = "";
 const t = schema.rootRoleBindings;
 
 // No parentUid: the rows are global, and the method's SCOPE_ROOT declaration
-// already limits the list to root capability holders.
-const rootBindingsSource: ListSource<typeof t> = {
-  table: t,
-  uid: t.uid,
-  isGroup: false,
-  sortable: { create_time: t.createTime },
-};
-
-// Root bindings never change (no Update): the store creates, finds and
-// deletes rows; every response is hydrated by hydrateRootRoleBindings.
-const rootBindingMapping: ResourceMapping<typeof t, typeof RoleBindingSchema> = {
+// already limits the list to root capability holders. Root bindings never
+// change (no Update): the store creates, finds and deletes rows; every
+// response is hydrated by hydrateRootRoleBindings.
+const rootBindingResource = defineResource({
   kind: "root role binding",
   table: t,
-  uid: t.uid,
   ...storedBindingMapping,
+  list: { sortable: { create_time: t.createTime } },
+  listFilters: bindingFilters,
+  decorate: (db, page) => hydrateRootRoleBindings(db, page.map((b) => b.uid)),
   duplicate: () => "the identity already has this role at the root",
-};
+});
 
 function bindingFilters(req: ListRootRoleBindingsRequest): ExtraFilters {
   const where: SQL[] = [];
@@ -59,14 +54,8 @@ async function hydrateOne(db: Executor, uid: string): Promise<RoleBinding> {
 }
 
 export function rootRoleBindingsService(ctx: ServiceContext): ServiceImpl<typeof RootRoleBindingsService> {
-  const store = new ResourceStore(ctx.db, ctx.clock, rootBindingMapping);
-  return {
-    async listRootRoleBindings(req, context) {
-      const page = await ctx.list.list(ctx.db, rootBindingsSource, req, context, bindingFilters(req));
-      const rootRoleBindings = await hydrateRootRoleBindings(ctx.db, page.rows.map((row) => row.uid));
-      return create(ListRootRoleBindingsResponseSchema, { ...page, rootRoleBindings });
-    },
-
+  return resourceService(RootRoleBindingsService, rootBindingResource, ctx, (store) => ({
+    // One query: the row with its identity and role.
     getRootRoleBinding: (req) => hydrateOne(ctx.db, requireField(req.uid, "uid")),
 
     async createRootRoleBinding(req, context) {
@@ -81,10 +70,5 @@ export function rootRoleBindingsService(ctx: ServiceContext): ServiceImpl<typeof
       });
       return hydrateOne(ctx.db, uid);
     },
-
-    async deleteRootRoleBinding(req) {
-      await store.delete(req.uid);
-      return {};
-    },
-  };
+  }));
 }

@@ -2,30 +2,21 @@ import { create } from "@bufbuild/protobuf";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { eq, gte, type SQL } from "drizzle-orm";
-import { ListTagsResponseSchema, TagSchema, TagsService, type ListTagsRequest, type Tag } from "../../../gen/platform/registry/v2beta1/tags_pb.js";
-import { newChildUid, schema } from "../../db/index.js";
-import type { ExtraFilters, ListSource } from "../../list/index.js";
+import { TagSchema, TagsService, type ListTagsRequest, type Tag } from "../../../gen/platform/registry/v2beta1/tags_pb.js";
+import { schema } from "../../db/index.js";
+import type { ExtraFilters } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
-import { ResourceStore, requireField, type ResourceMapping } from "../resource-store.js";
+import { defineResource, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
 import { checkDigest, checkTagName } from "./oci-names.js";
 
 const { tags } = schema;
 
-export const tagsSource: ListSource<typeof tags> = {
-  table: tags,
-  uid: tags.uid,
-  parentUid: tags.parentUid,
-  isGroup: false,
-  name: tags.name,
-  sortable: { name: tags.name, create_time: tags.createTime, update_time: tags.updateTime },
-};
-
-export const tagMapping: ResourceMapping<typeof tags, typeof TagSchema> = {
+export const tagResource = defineResource({
   kind: "tag",
   table: tags,
-  uid: tags.uid,
   schema: TagSchema,
+  listFilters: tagFilters,
   toMessage: (row) =>
     create(TagSchema, {
       uid: row.uid,
@@ -42,7 +33,7 @@ export const tagMapping: ResourceMapping<typeof tags, typeof TagSchema> = {
   toColumns: (t) => ({ name: t.name, digest: t.digest, deprecated: t.deprecated }),
   duplicate: (t) => `a tag named "${t.name}" already exists in this repo`,
   missingReference: "repo",
-};
+});
 
 // Rows keep milliseconds: round a finer bound up so that `>=` stays exact.
 function millisAtOrAfter(t: Timestamp): Date {
@@ -61,26 +52,7 @@ function tagFilters(req: ListTagsRequest): ExtraFilters {
   return { where, key: { digest: req.digest, updatedSince: since?.toISOString() ?? null } };
 }
 
+/** Every method of the service is the shared machinery's. */
 export function tagsService(ctx: ServiceContext): ServiceImpl<typeof TagsService> {
-  const store = new ResourceStore(ctx.db, ctx.clock, tagMapping);
-  return {
-    async listTags(req, context) {
-      const page = await ctx.list.list(ctx.db, tagsSource, req, context, tagFilters(req));
-      return create(ListTagsResponseSchema, { ...page, tags: page.rows.map(tagMapping.toMessage) });
-    },
-
-    getTag: (req) => store.get(req.uid),
-
-    createTag: (req) => {
-      const parent = requireField(req.parent, "parent");
-      return store.create(req.tag ?? create(TagSchema), { uid: newChildUid(parent), parentUid: parent });
-    },
-
-    updateTag: (req) => store.update(requireField(req.tag?.uid ?? "", "tag.uid"), req.tag ?? create(TagSchema), req.updateMask),
-
-    async deleteTag(req) {
-      await store.delete(req.uid);
-      return {};
-    },
-  };
+  return resourceService(TagsService, tagResource, ctx);
 }

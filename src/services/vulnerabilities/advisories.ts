@@ -6,35 +6,30 @@ import {
   AdvisorySchema,
   ImportAdvisoriesResponse_Outcome as Outcome,
   ImportAdvisoriesResponseSchema,
-  ListAdvisoriesResponseSchema,
   ImportAdvisoriesResponse_ResultSchema as ResultSchema,
   type ListAdvisoriesRequest,
 } from "../../../gen/platform/vulnerabilities/v2beta1/advisories_pb.js";
 import { schema, type Executor } from "../../db/index.js";
-import type { ExtraFilters, ListSource } from "../../list/index.js";
+import type { ExtraFilters } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
-import { ResourceStore, type ResourceMapping } from "../resource-store.js";
+import { defineResource, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
 import { parseTime, readOsvDocuments, type OsvAdvisory } from "./osv-document.js";
 
 const { advisories } = schema;
 
-// Global: no parentUid, so the scope filters (other than ids) are refused.
-export const advisoriesSource: ListSource<typeof advisories> = {
-  table: advisories,
-  uid: advisories.uid,
-  isGroup: false,
-  name: advisories.advisoryId,
-  sortable: { name: advisories.advisoryId, create_time: advisories.createTime, update_time: advisories.updateTime },
-};
-
 const optionalTime = (text: string | null) => (text ? parseTime(text) : undefined);
 
-export const advisoryMapping: ResourceMapping<typeof advisories, typeof AdvisorySchema> = {
+// Global: no parentUid, so the scope filters (other than ids) are refused.
+export const advisoryResource = defineResource({
   kind: "advisory",
   table: advisories,
-  uid: advisories.uid,
   schema: AdvisorySchema,
+  list: {
+    name: advisories.advisoryId,
+    sortable: { name: advisories.advisoryId, create_time: advisories.createTime, update_time: advisories.updateTime },
+  },
+  listFilters: advisoryFilters,
   toMessage: (row) =>
     create(AdvisorySchema, {
       uid: row.uid,
@@ -57,7 +52,7 @@ export const advisoryMapping: ResourceMapping<typeof advisories, typeof Advisory
   // Advisories are written only by the import, which validates documents itself.
   validate: () => {},
   toColumns: () => ({}),
-};
+});
 
 function advisoryFilters(req: ListAdvisoriesRequest): ExtraFilters {
   const where: SQL[] = [];
@@ -100,15 +95,7 @@ async function upsert(db: Executor, rows: OsvAdvisory[], now: Date): Promise<voi
 }
 
 export function advisoriesService(ctx: ServiceContext): ServiceImpl<typeof AdvisoriesService> {
-  const store = new ResourceStore(ctx.db, ctx.clock, advisoryMapping);
-  return {
-    async listAdvisories(req, context) {
-      const page = await ctx.list.list(ctx.db, advisoriesSource, req, context, advisoryFilters(req));
-      return create(ListAdvisoriesResponseSchema, { ...page, advisories: page.rows.map(advisoryMapping.toMessage) });
-    },
-
-    getAdvisory: (req) => store.get(req.uid),
-
+  return resourceService(AdvisoriesService, advisoryResource, ctx, {
     async importAdvisories(req) {
       const documents = readOsvDocuments(req.documents);
       return ctx.db.transaction(async (tx) => {
@@ -132,5 +119,5 @@ export function advisoriesService(ctx: ServiceContext): ServiceImpl<typeof Advis
         return create(ImportAdvisoriesResponseSchema, { results });
       });
     },
-  };
+  });
 }

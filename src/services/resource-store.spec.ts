@@ -1,0 +1,334 @@
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { FieldMaskSchema, timestampDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { eq } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createFreshDatabase, postgresAdminUrl, type FreshDatabase } from "../../test/support/database.js";
+import { BadRequestSchema, ResourceInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { GroupSchema, type Group } from "../../gen/platform/iam/v2beta1/groups_pb.js";
+import { isForeignKeyViolation, newChildUid, newRootUid, openDatabase, schema, type DatabaseHandle } from "../db/index.js";
+import { invalidArgument } from "../errors/index.js";
+import { ResourceStore, type ResourceMapping } from "./resource-store.js";
+import { toTimestamp } from "./timestamps.js";
+
+// ResourceStore (docs/design.md, "Writes") against a real database: in-memory PGlite, or a
+// fresh PostgreSQL database when DATABASE_URL is set. The mapping is a group mapping of the
+// shape the groups service uses, kept here so these tests exercise the store, not one
+// service's rules.
+
+const T0 = new Date("2030-01-01T00:00:00.000Z");
+let now = T0;
+const clock = () => now;
+const later = (ms: number) => new Date(T0.getTime() + ms);
+
+const groupMapping: ResourceMapping<typeof schema.groups, typeof GroupSchema> = {
+  kind: "group",
+  table: schema.groups,
+  uid: schema.groups.uid,
+  schema: GroupSchema,
+  toMessage: (row) =>
+    create(GroupSchema, {
+      uid: row.uid,
+      name: row.name,
+      description: row.description,
+      resourceLimits: row.resourceLimits,
+      verified: row.verified,
+      createTime: toTimestamp(row.createTime),
+      updateTime: toTimestamp(row.updateTime),
+    }),
+  validate: (g: Group) => {
+    if (!/^[a-z0-9 ._-]+$/.test(g.name)) throw invalidArgument("name", "must match the pattern ^[a-z0-9 ._-]{1,}$");
+  },
+  toColumns: (g) => ({ name: g.name, description: g.description, resourceLimits: g.resourceLimits }),
+  duplicate: (g) => `a sibling group named "${g.name}" already exists`,
+  missingReference: "group",
+};
+
+let handle: DatabaseHandle;
+let fresh: FreshDatabase | undefined;
+let store: ResourceStore<typeof schema.groups, typeof GroupSchema>;
+
+beforeAll(async () => {
+  const admin = postgresAdminUrl();
+  fresh = admin ? await createFreshDatabase(admin) : undefined;
+  handle = await openDatabase({ pgliteDir: "memory://", ...(fresh ? { databaseUrl: fresh.url } : {}) });
+  store = new ResourceStore(handle.db, clock, groupMapping);
+});
+afterAll(async () => {
+  await handle?.close();
+  await fresh?.drop();
+});
+
+const group = (init: MessageInitShape<typeof GroupSchema>) => create(GroupSchema, init);
+const mask = (...paths: string[]) => create(FieldMaskSchema, { paths });
+
+async function stored(uid: string) {
+  const [row] = await handle.db.select().from(schema.groups).where(eq(schema.groups.uid, uid));
+  return row;
+}
+
+/** A new organization stored directly, at T0; returns its uid. */
+async function org(name = "org"): Promise<string> {
+  const uid = newRootUid();
+  await handle.db.insert(schema.groups).values({ uid, parentUid: null, name, createTime: T0, updateTime: T0 });
+  return uid;
+}
+
+async function refusal(p: Promise<unknown>): Promise<ConnectError> {
+  const e = await p.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  expect(e).toBeInstanceOf(ConnectError);
+  return e as ConnectError;
+}
+
+/** The store runs on the clock `at`, then goes back to T0. */
+async function atTime<R>(at: Date, f: () => Promise<R>): Promise<R> {
+  now = at;
+  try {
+    return await f();
+  } finally {
+    now = T0;
+  }
+}
+
+describe("ResourceStore.get", () => {
+  it("returns the message of a stored row", async () => {
+    const uid = await org("gettable");
+    const g = await store.get(uid);
+    expect(g.uid).toBe(uid);
+    expect(g.name).toBe("gettable");
+    expect(timestampDate(g.createTime!)).toEqual(T0);
+  });
+
+  it("is NOT_FOUND with ResourceInfo for a uid that is not stored", async () => {
+    const missing = newRootUid();
+    const err = await refusal(store.get(missing));
+    expect(err.code).toBe(Code.NotFound);
+    expect(err.rawMessage).toBe(`Not found: group ${missing}`);
+    expect(err.findDetails(ResourceInfoSchema)[0]).toMatchObject({ resourceType: "group", resourceName: missing });
+  });
+
+  it("is INVALID_ARGUMENT on the named field for an empty uid", async () => {
+    const err = await refusal(store.get("", "group.uid"));
+    expect(err.code).toBe(Code.InvalidArgument);
+    expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations).toMatchObject([{ field: "group.uid", description: "is required" }]);
+  });
+});
+
+describe("ResourceStore.create", () => {
+  it("stamps both times from the clock and takes uid and parent from `extra`, not from the message", async () => {
+    const parent = await org();
+    const uid = newChildUid(parent);
+    // Output-only and identifier fields in the body are ignored (AIP-203).
+    const body = group({ uid: "ignored", name: "child", description: "d", resourceLimits: { repos: 3 }, verified: true, createTime: toTimestamp(later(-5000)) });
+    const made = await atTime(later(1234), () => store.create(body, { uid, parentUid: parent }));
+    expect(made).toMatchObject({ uid, name: "child", description: "d", resourceLimits: { repos: 3 }, verified: false });
+    expect(timestampDate(made.createTime!)).toEqual(later(1234));
+    expect(timestampDate(made.updateTime!)).toEqual(later(1234));
+    expect(await stored(uid)).toMatchObject({ parentUid: parent, createTime: later(1234), updateTime: later(1234), verified: false });
+  });
+
+  it("validates before writing anything", async () => {
+    const parent = await org();
+    const uid = newChildUid(parent);
+    const err = await refusal(store.create(group({ name: "Not Valid!" }), { uid, parentUid: parent }));
+    expect(err.code).toBe(Code.InvalidArgument);
+    expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.field).toBe("name");
+    expect(await stored(uid)).toBeUndefined();
+  });
+
+  it("maps a unique-index collision to ALREADY_EXISTS with the mapping's description", async () => {
+    const parent = await org();
+    await store.create(group({ name: "twin" }), { uid: newChildUid(parent), parentUid: parent });
+    const uid = newChildUid(parent);
+    const err = await refusal(store.create(group({ name: "twin" }), { uid, parentUid: parent }));
+    expect(err.code).toBe(Code.AlreadyExists);
+    expect(err.rawMessage).toBe('Already exists: a sibling group named "twin" already exists');
+    expect(err.findDetails(ResourceInfoSchema)[0]).toMatchObject({ resourceType: "group", resourceName: "twin" });
+    expect(await stored(uid)).toBeUndefined();
+  });
+
+  it("maps a foreign-key violation to NOT_FOUND of `missingReference`, naming the parent", async () => {
+    const missingParent = newRootUid();
+    const err = await refusal(store.create(group({ name: "orphan" }), { uid: newChildUid(missingParent), parentUid: missingParent }));
+    expect(err.code).toBe(Code.NotFound);
+    expect(err.rawMessage).toBe(`Not found: group ${missingParent}`);
+    expect(err.findDetails(ResourceInfoSchema)[0]).toMatchObject({ resourceType: "group", resourceName: missingParent });
+  });
+
+  it("passes a foreign-key violation through when the mapping names no missing reference", async () => {
+    const bare = new ResourceStore(handle.db, clock, { ...groupMapping, missingReference: undefined });
+    const missingParent = newRootUid();
+    const e = await bare.create(group({ name: "orphan" }), { uid: newChildUid(missingParent), parentUid: missingParent }).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(e).not.toBeInstanceOf(ConnectError);
+    expect(isForeignKeyViolation(e)).toBe(true);
+  });
+
+  it("runs inside a caller's transaction and goes when it rolls back", async () => {
+    const parent = await org();
+    const uid = newChildUid(parent);
+    const rollback = new Error("roll back");
+    await expect(
+      handle.db.transaction(async (tx) => {
+        await store.create(group({ name: "in-tx" }), { uid, parentUid: parent }, tx);
+        expect((await tx.select().from(schema.groups).where(eq(schema.groups.uid, uid))).length).toBe(1);
+        throw rollback;
+      }),
+    ).rejects.toBe(rollback);
+    expect(await stored(uid)).toBeUndefined();
+  });
+});
+
+describe("ResourceStore.update", () => {
+  async function child(parent: string, name: string): Promise<string> {
+    const uid = newChildUid(parent);
+    await store.create(group({ name, description: "before" }), { uid, parentUid: parent });
+    return uid;
+  }
+
+  it("with a mask changes exactly the masked paths, keeps create_time, and stamps update_time", async () => {
+    const uid = await child(await org(), "masked");
+    const patch = group({ name: "renamed", description: "after", resourceLimits: { repos: 1 } });
+    const updated = await atTime(later(60_000), () => store.update(uid, patch, mask("description")));
+    expect(updated).toMatchObject({ name: "masked", description: "after", resourceLimits: {} });
+    expect(timestampDate(updated.createTime!)).toEqual(T0);
+    expect(timestampDate(updated.updateTime!)).toEqual(later(60_000));
+    expect(await stored(uid)).toMatchObject({ name: "masked", description: "after", createTime: T0, updateTime: later(60_000) });
+  });
+
+  it("with a mask clears a masked field the patch leaves unset", async () => {
+    const uid = await child(await org(), "cleared");
+    const updated = await store.update(uid, group({}), mask("description"));
+    expect(updated.description).toBe("");
+  });
+
+  it("without a mask changes the fields the patch sets and nothing else", async () => {
+    const uid = await child(await org(), "implied");
+    const updated = await store.update(uid, group({ resourceLimits: { repos: 2 } }), undefined);
+    expect(updated).toMatchObject({ name: "implied", description: "before", resourceLimits: { repos: 2 } });
+  });
+
+  it("is NOT_FOUND for a uid that is not stored", async () => {
+    const missing = newChildUid(newRootUid());
+    const err = await refusal(store.update(missing, group({ description: "x" }), mask("description")));
+    expect(err.code).toBe(Code.NotFound);
+    expect(err.findDetails(ResourceInfoSchema)[0]?.resourceName).toBe(missing);
+  });
+
+  it("validates the result as a whole and leaves the row alone when it fails", async () => {
+    const uid = await child(await org(), "valid");
+    const err = await refusal(store.update(uid, group({ name: "In Valid" }), mask("name")));
+    expect(err.code).toBe(Code.InvalidArgument);
+    expect(await stored(uid)).toMatchObject({ name: "valid", updateTime: T0 });
+  });
+
+  it("refuses an unknown mask path on update_mask", async () => {
+    const uid = await child(await org(), "unknown-path");
+    const err = await refusal(store.update(uid, group({}), mask("colour")));
+    expect(err.code).toBe(Code.InvalidArgument);
+    expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.field).toBe("update_mask");
+  });
+
+  it("maps a rename onto a sibling's name to ALREADY_EXISTS", async () => {
+    const parent = await org();
+    await child(parent, "taken");
+    const uid = await child(parent, "free");
+    const err = await refusal(store.update(uid, group({ name: "taken" }), mask("name")));
+    expect(err.code).toBe(Code.AlreadyExists);
+    expect(err.rawMessage).toBe('Already exists: a sibling group named "taken" already exists');
+    expect((await stored(uid))?.name).toBe("free");
+  });
+
+  it("hands `extra` the transaction and both messages, writes what it returns, and rolls back when it throws", async () => {
+    const uid = await child(await org(), "extra");
+    const seen: { next: string; current: string; inTx: string }[] = [];
+    const updated = await store.update(uid, group({ description: "after" }), mask("description"), async (tx, next, current) => {
+      const [locked] = await tx.select().from(schema.groups).where(eq(schema.groups.uid, uid));
+      seen.push({ next: next.description, current: current.description, inTx: locked!.description });
+      return { verified: true };
+    });
+    expect(seen).toEqual([{ next: "after", current: "before", inTx: "before" }]);
+    expect(updated).toMatchObject({ description: "after", verified: true });
+
+    const refused = new Error("refused by extra");
+    await expect(store.update(uid, group({ description: "never" }), mask("description"), () => Promise.reject(refused))).rejects.toBe(refused);
+    expect((await stored(uid))?.description).toBe("after");
+  });
+
+  it("serialises concurrent updates of one row under the row lock: no read-modify-write is lost", async () => {
+    const uid = await child(await org(), "counter");
+    const n = 8;
+    // Each update reads the counter inside its transaction and writes it plus one; without
+    // the lock two would read the same value and one increment would be lost. (PGlite runs one
+    // transaction at a time anyway; this bites on PostgreSQL.)
+    await Promise.all(
+      Array.from({ length: n }, (_, i) =>
+        store.update(uid, group({ description: `writer ${i}` }), mask("description"), (_tx, _next, current) => ({
+          resourceLimits: { count: (current.resourceLimits["count"] ?? 0) + 1 },
+        })),
+      ),
+    );
+    expect((await stored(uid))?.resourceLimits).toEqual({ count: n });
+  });
+});
+
+describe("ResourceStore.delete", () => {
+  it("deletes the row and is NOT_FOUND the second time", async () => {
+    const uid = await org();
+    await store.delete(uid);
+    expect(await stored(uid)).toBeUndefined();
+    const err = await refusal(store.delete(uid));
+    expect(err.code).toBe(Code.NotFound);
+    expect(err.findDetails(ResourceInfoSchema)[0]).toMatchObject({ resourceType: "group", resourceName: uid });
+  });
+
+  it("is INVALID_ARGUMENT on uid for an empty uid", async () => {
+    const err = await refusal(store.delete(""));
+    expect(err.code).toBe(Code.InvalidArgument);
+    expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.field).toBe("uid");
+  });
+
+  it("runs `before` in the delete's transaction: its writes commit with the delete", async () => {
+    const parent = await org();
+    const kid = newChildUid(parent);
+    await store.create(group({ name: "kid" }), { uid: kid, parentUid: parent });
+    // The child's foreign key would refuse the delete unless `before` removes it first, in the same transaction.
+    await store.delete(parent, async (tx, row) => {
+      expect(row.uid).toBe(parent);
+      await tx.delete(schema.groups).where(eq(schema.groups.parentUid, row.uid));
+    });
+    expect(await stored(parent)).toBeUndefined();
+    expect(await stored(kid)).toBeUndefined();
+  });
+
+  it("rolls back `before`'s writes and keeps the row when `before` throws", async () => {
+    const parent = await org();
+    const kid = newChildUid(parent);
+    await store.create(group({ name: "kid" }), { uid: kid, parentUid: parent });
+    const refused = new Error("not empty");
+    await expect(
+      store.delete(parent, async (tx) => {
+        await tx.delete(schema.groups).where(eq(schema.groups.parentUid, parent));
+        throw refused;
+      }),
+    ).rejects.toBe(refused);
+    expect(await stored(parent)).toBeDefined();
+    expect(await stored(kid)).toBeDefined();
+  });
+
+  it("leaves a foreign-key refusal of the delete to the caller and keeps the row", async () => {
+    const parent = await org();
+    await store.create(group({ name: "kid" }), { uid: newChildUid(parent), parentUid: parent });
+    const e = await store.delete(parent).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(isForeignKeyViolation(e)).toBe(true);
+    expect(await stored(parent)).toBeDefined();
+  });
+});

@@ -1,0 +1,70 @@
+import { create } from "@bufbuild/protobuf";
+import { is } from "drizzle-orm";
+import { getTableConfig, PgTable } from "drizzle-orm/pg-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { GroupSchema, GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
+import { TagSchema } from "../../gen/platform/registry/v2beta1/tags_pb.js";
+import { SecretBox } from "../crypto/index.js";
+import { openDatabase, schema, type DatabaseHandle } from "../db/index.js";
+import { ListEngine } from "../list/index.js";
+import type { ServiceContext } from "./context.js";
+import { API_SERVICES } from "./index.js";
+import { defineResource, groupContentRules, resourceService } from "./resource.js";
+
+let handle: DatabaseHandle;
+let ctx: ServiceContext;
+
+beforeAll(async () => {
+  handle = await openDatabase({ pgliteDir: "memory://" });
+  const secrets = new SecretBox(Buffer.alloc(32, 7));
+  const clock = () => new Date("2026-01-01T00:00:00Z");
+  ctx = { db: handle.db, list: await ListEngine.create(handle.db, secrets, clock), clock, secrets };
+  // Building every service defines every resource, as the server does at start.
+  for (const s of API_SERVICES) s.implement(ctx);
+});
+
+afterAll(async () => {
+  await handle?.close();
+});
+
+describe("resource definitions", () => {
+  it("every table whose rows live in a group either keeps the group from being deleted or goes with it", () => {
+    // Role bindings are the group's access policy: deleting the group deletes them (docs/design.md, "Resources").
+    const goesWithGroup = new Set<PgTable>([schema.roleBindings]);
+    const registered = new Set(groupContentRules().map((c) => c.table));
+    const tables = Object.values(schema as Record<string, unknown>).filter((v): v is PgTable => is(v, PgTable));
+    const heldByGroups = tables.filter((table) =>
+      getTableConfig(table).foreignKeys.some((fk) => {
+        const ref = fk.reference();
+        return ref.foreignTable === schema.groups && ref.columns.some((c) => c.name === "parent_uid");
+      }),
+    );
+    expect(heldByGroups.length).toBeGreaterThan(5);
+    for (const table of heldByGroups) {
+      const name = getTableConfig(table).name;
+      expect(registered.has(table) || goesWithGroup.has(table), `${name}: a group holding its rows must refuse deletion or delete them`).toBe(true);
+    }
+  });
+
+  it("refuses at start a service with a method that is neither written nor derivable", () => {
+    // A resource of another message: no method of GroupsService has its shape.
+    const stranger = defineResource({
+      kind: "stranger",
+      table: schema.tags,
+      schema: TagSchema,
+      toMessage: () => create(TagSchema),
+      validate: () => {},
+      toColumns: () => ({}),
+    });
+    expect(() => resourceService(GroupsService, stranger, ctx)).toThrow(
+      /platform\.iam\.v2beta1\.GroupsService\.\w+ is neither written nor derivable from the stranger resource/,
+    );
+  });
+
+  it("derives every method the service's resource shape allows, and keeps the written ones", async () => {
+    const written = async () => create(GroupSchema, { name: "written" });
+    const impl = resourceService(GroupsService, (await import("./iam/groups.js")).groupResource, ctx, { getGroup: written });
+    expect(impl.getGroup).toBe(written);
+    for (const m of GroupsService.methods) expect(typeof (impl as Record<string, unknown>)[m.localName], m.name).toBe("function");
+  });
+});

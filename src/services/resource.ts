@@ -1,0 +1,161 @@
+import { create, type DescField, type DescMessage, type DescMethod, type DescService, type MessageShape } from "@bufbuild/protobuf";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { getTableColumns } from "drizzle-orm";
+import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
+import { isForeignKeyViolation, newChildUid, type Executor, type GroupContent, type Transaction } from "../db/index.js";
+import { listVisibilityKey, type ExtraFilters, type ListParams, type ListSource } from "../list/index.js";
+import type { ServiceContext } from "./context.js";
+import { ResourceStore, requireField, type ResourceMapping } from "./resource-store.js";
+
+/**
+ * Everything the shared machinery needs to know about one resource
+ * (docs/design.md, "Resources"): its table and message mapping, how the List
+ * engine reads it, and whether a group holding it may be deleted. From this,
+ * `resourceService` derives the List/Get/Create/Update/Delete handlers; a
+ * service file writes only the handlers particular to its resource.
+ */
+export interface ResourceDefinition<T extends PgTable, Desc extends DescMessage> extends ResourceMapping<T, Desc> {
+  /** How the List engine reads the table. */
+  list: ListSource<T>;
+  /** Filters of the List request beyond scope and name (validated; throw INVALID_ARGUMENT). */
+  listFilters?: (req: never) => ExtraFilters;
+  /** Fills fields that live in other tables (a repo's active tags), for a whole page at once. */
+  decorate?: (db: Executor, messages: MessageShape<Desc>[]) => Promise<MessageShape<Desc>[]>;
+  /** The uid of a new row in `parent` (default: a fresh child uid under the parent's path). */
+  newUid?: (parent: string) => string;
+  /** Runs inside the delete's transaction, after the row lock: checks and dependent rows. */
+  beforeDelete?: (tx: Transaction, row: T["$inferSelect"]) => Promise<void>;
+  /** The error for a delete that a foreign key refused (rows referencing it appeared meanwhile). */
+  stillReferenced?: (uid: string) => unknown;
+}
+
+/** What a definition states; the List engine's view defaults from the table's columns. */
+export type ResourceInput<T extends PgTable, Desc extends DescMessage> = Omit<ResourceDefinition<T, Desc>, "list" | "uid"> & {
+  uid?: PgColumn;
+  list?: Partial<ListSource<T>>;
+  /**
+   * Rows live in a group, and a group holding any cannot be deleted: the plural
+   * noun its refusal names ("repos"). Omit for rows that go with their group
+   * (role bindings) or live in no group.
+   */
+  groupContent?: string;
+};
+
+const groupContents: GroupContent[] = [];
+
+/** Every resource that keeps a group from being deleted, in the order they were defined. */
+export function groupContentRules(): readonly GroupContent[] {
+  return groupContents;
+}
+
+export function defineResource<T extends PgTable, Desc extends DescMessage>(input: ResourceInput<T, Desc>): ResourceDefinition<T, Desc> {
+  const columns = getTableColumns(input.table) as Record<string, PgColumn | undefined>;
+  const uid = input.uid ?? columns["uid"];
+  if (!uid) throw new Error(`${input.kind}: its table has no uid column`);
+  const sortable: ListSource<T>["sortable"] = {};
+  if (columns["name"]) sortable.name = columns["name"];
+  if (columns["createTime"]) sortable.create_time = columns["createTime"];
+  if (columns["updateTime"]) sortable.update_time = columns["updateTime"];
+  const list: ListSource<T> = {
+    table: input.table,
+    uid,
+    parentUid: columns["parentUid"],
+    isGroup: false,
+    name: columns["name"],
+    sortable,
+    ...input.list,
+  };
+  const { groupContent, ...rest } = input;
+  if (groupContent) {
+    if (!list.parentUid) throw new Error(`${input.kind}: a group content needs a parentUid column`);
+    // Definitions built per server (those holding its secrets) register once.
+    if (!groupContents.some((c) => c.table === input.table)) groupContents.push({ label: groupContent, table: input.table, parentUid: list.parentUid });
+  }
+  return { ...rest, uid, list };
+}
+
+type Handler = (req: never, context: HandlerContext) => Promise<unknown>;
+
+/** The request or response field holding the resource's message (`group` in CreateGroupRequest), if any. */
+function resourceField(message: DescMessage, schema: DescMessage, repeated: boolean): DescField | undefined {
+  return message.fields.find((f) => (repeated ? f.fieldKind === "list" && f.listKind === "message" : f.fieldKind === "message") && f.message === schema);
+}
+
+/**
+ * The service's implementation: `custom` handlers as written, every other
+ * method derived from the definition by its shape (List…/Get…/Create…/
+ * Update…/Delete… over the resource's message). A method that is neither
+ * fails at start, not at the first call.
+ */
+export function resourceService<S extends DescService, T extends PgTable, Desc extends DescMessage>(
+  service: S,
+  def: ResourceDefinition<T, Desc>,
+  ctx: ServiceContext,
+  custom: Partial<ServiceImpl<S>> | ((store: ResourceStore<T, Desc>) => Partial<ServiceImpl<S>>) = {},
+): ServiceImpl<S> {
+  const store = new ResourceStore(ctx.db, ctx.clock, def);
+  const written = typeof custom === "function" ? custom(store) : custom;
+  const decorate = def.decorate ?? (async (_db: Executor, page: MessageShape<Desc>[]) => page);
+  const one = async (m: MessageShape<Desc>) => (await decorate(ctx.db, [m]))[0]!;
+  const impl: Record<string, unknown> = { ...written };
+  for (const method of service.methods) {
+    if (impl[method.localName]) continue;
+    const handler = derive(method);
+    if (!handler) throw new Error(`${service.typeName}.${method.name} is neither written nor derivable from the ${def.kind} resource`);
+    impl[method.localName] = handler;
+  }
+  return impl as ServiceImpl<S>;
+
+  function derive(method: DescMethod): Handler | undefined {
+    if (method.methodKind !== "unary") return undefined;
+    const verb = /^(List|Get|Create|Update|Delete)[A-Z]/.exec(method.name)?.[1];
+    const field = (name: string) => method.input.fields.find((f) => f.name === name);
+    switch (verb) {
+      case "List": {
+        const out = resourceField(method.output, def.schema, true);
+        if (!out) return undefined;
+        const filters = def.listFilters as ((req: unknown) => ExtraFilters) | undefined;
+        return async (req: never, context) => {
+          const page = await ctx.list.list(ctx.db, def.list, req as ListParams, context.values.get(listVisibilityKey), filters?.(req));
+          const messages = await decorate(ctx.db, page.rows.map(def.toMessage));
+          return create(method.output, { ...page, [out.localName]: messages } as never);
+        };
+      }
+      case "Get":
+        if (method.output !== def.schema || !field("uid")) return undefined;
+        return async (req: { uid: string }) => one(await store.get(req.uid));
+      case "Create": {
+        const body = resourceField(method.input, def.schema, false);
+        if (method.output !== def.schema || !body || !field("parent")) return undefined;
+        const newUid = def.newUid ?? newChildUid;
+        return (req: Record<string, unknown>) => {
+          const parent = requireField(req["parent"] as string, "parent");
+          const message = (req[body.localName] as MessageShape<Desc> | undefined) ?? create(def.schema);
+          // A new row holds nothing yet: no decoration.
+          return store.create(message, { uid: newUid(parent), parentUid: parent } as Partial<T["$inferInsert"]>);
+        };
+      }
+      case "Update": {
+        const body = resourceField(method.input, def.schema, false);
+        if (method.output !== def.schema || !body || !field("update_mask")) return undefined;
+        return async (req: Record<string, unknown>) => {
+          const message = (req[body.localName] as MessageShape<Desc> | undefined) ?? create(def.schema);
+          const uid = requireField((message as { uid?: string }).uid ?? "", `${body.name}.uid`);
+          return one(await store.update(uid, message, req["updateMask"] as never));
+        };
+      }
+      case "Delete":
+        if (!field("uid")) return undefined;
+        return async (req: { uid: string }) => {
+          try {
+            await store.delete(req.uid, def.beforeDelete);
+          } catch (e) {
+            throw def.stillReferenced && isForeignKeyViolation(e) ? def.stillReferenced(req.uid) : e;
+          }
+          return create(method.output);
+        };
+      default:
+        return undefined;
+    }
+  }
+}
