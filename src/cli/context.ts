@@ -3,6 +3,7 @@ import { ApiClient } from "./api-client.js";
 import { ConfigStore, configDir } from "./config-store.js";
 import { currentToken } from "./credentials.js";
 import { CliError, EXIT } from "./errors.js";
+import type { CliIo } from "./io.js";
 import { renderJson, type OutputFormat } from "./output.js";
 
 export const DEFAULT_API = "http://localhost:8080";
@@ -30,8 +31,13 @@ export class CommandContext {
     readonly api: string,
     readonly output: OutputFormat,
     readonly store: ConfigStore,
-    readonly env: NodeJS.ProcessEnv,
+    /** The environment and streams of this run (the process's, or a test's). */
+    readonly io: CliIo,
   ) {}
+
+  get env(): NodeJS.ProcessEnv {
+    return this.io.env;
+  }
 
   /** The REST client, authenticated with the current token (renewed when a workload's expired). */
   client(): ApiClient {
@@ -40,7 +46,7 @@ export class CommandContext {
 
   /** A result: stdout. */
   print(text: string): void {
-    process.stdout.write(text.endsWith("\n") ? text : `${text}\n`);
+    this.io.stdout.write(text.endsWith("\n") ? text : `${text}\n`);
   }
 
   printJson(value: unknown): void {
@@ -49,12 +55,13 @@ export class CommandContext {
 
   /** A hint or progress for the person at the terminal: stderr, never mixed into results. */
   note(text: string): void {
-    process.stderr.write(text.endsWith("\n") ? text : `${text}\n`);
+    this.io.stderr.write(text.endsWith("\n") ? text : `${text}\n`);
   }
 }
 
 /** --api, else $PLATFORM_API, else config.json's current, else http://localhost:8080. */
-export async function contextOf(cmd: Command, env: NodeJS.ProcessEnv = process.env): Promise<CommandContext> {
+export async function contextOf(cmd: Command, io: CliIo): Promise<CommandContext> {
+  const { env } = io;
   const opts = cmd.optsWithGlobals<GlobalOptions>();
   const store = new ConfigStore(configDir(env));
   const api = opts.api
@@ -62,5 +69,5 @@ export async function contextOf(cmd: Command, env: NodeJS.ProcessEnv = process.e
     : env["PLATFORM_API"]
       ? normalizeApiUrl(env["PLATFORM_API"], "PLATFORM_API")
       : ((await store.current()) ?? DEFAULT_API);
-  return new CommandContext(api, opts.output, store, env);
+  return new CommandContext(api, opts.output, store, io);
 }

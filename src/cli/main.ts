@@ -1,6 +1,6 @@
-import { CommanderError } from "commander";
-import { describeError, EXIT } from "./errors.js";
-import { buildProgram } from "./program.js";
+import { EXIT } from "./errors.js";
+import { processIo } from "./io.js";
+import { runCli } from "./run.js";
 
 // `platformctl … | head`: a reader that has gone away is not an error.
 process.stdout.on("error", (e: NodeJS.ErrnoException) => {
@@ -8,15 +8,5 @@ process.stdout.on("error", (e: NodeJS.ErrnoException) => {
   throw e;
 });
 
-try {
-  await buildProgram().parseAsync(process.argv);
-} catch (e) {
-  if (e instanceof CommanderError) {
-    // commander has printed the message or the help already.
-    process.exitCode = e.exitCode === 0 ? EXIT.ok : EXIT.usage;
-  } else {
-    const { line, exitCode } = describeError(e);
-    process.stderr.write(`error: ${line}\n`);
-    process.exitCode = exitCode;
-  }
-}
+// The exit code is set, not exited with: stdout is written out before the process ends.
+process.exitCode = await runCli(process.argv.slice(2), processIo());

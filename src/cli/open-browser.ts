@@ -14,7 +14,8 @@ export function openBrowser(url: string, env: NodeJS.ProcessEnv): void {
         ? ["cmd", ["/c", "start", '""', url.replace(/&/g, "^&")]]
         : ["xdg-open", [url]];
   try {
-    const child = spawn(command, args, { detached: true, stdio: "ignore" });
+    // The opener gets the same environment the CLI was given (DISPLAY, PATH).
+    const child = spawn(command, args, { detached: true, stdio: "ignore", env });
     child.on("error", () => undefined);
     child.unref();
   } catch {

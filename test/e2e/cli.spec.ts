@@ -5,16 +5,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Command } from "commander";
 import { decodeJwt } from "jose";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildProgram } from "../../src/cli/program.js";
 import { restClient, type JsonObject } from "../support/clients.js";
+import { runCliInProcess, startCliInProcess } from "../support/cli-in-process.js";
 import { runCli, runCliInTerminal, startCli, type CliResult } from "../support/cli-process.js";
 import { startOidcProvider, type TestOidcProvider } from "../support/oidc-provider.js";
 import { ok } from "../support/rest-iam.js";
 import { startTestServer, type TestServer } from "../support/server.js";
-
-// Every command is a new process (node + tsx): tests running a dozen of them need more than the default.
-vi.setConfig({ testTimeout: 120_000 });
 
 let server: TestServer;
 let provider: TestOidcProvider;
@@ -41,9 +39,13 @@ function freshConfigDir(): string {
   return join(tmp, `config-${++dirs}`);
 }
 
+// Most tests run platformctl in-process (runCliInProcess, startCliInProcess). The few through
+// runCli, startCli and runCliInTerminal start bin/platformctl.js, for what only a process shows:
+// its exit code, its pipes and stdin, a terminal.
+
 /** platformctl against the test server with the admin token from the environment. */
 function asAdmin(args: string[], input?: string): Promise<CliResult> {
-  return runCli(["--api", server.url, ...args], { PLATFORM_CONFIG_DIR: freshConfigDir(), PLATFORM_TOKEN: server.token }, input);
+  return runCliInProcess(["--api", server.url, ...args], { PLATFORM_CONFIG_DIR: freshConfigDir(), PLATFORM_TOKEN: server.token }, input);
 }
 
 function okRun(res: CliResult): CliResult {
@@ -103,9 +105,9 @@ describe("platformctl basics", () => {
     }
     expect(helps.find((h) => h.path === "iam identities create")!.text).toContain("create an identity");
     expect(helps.find((h) => h.path === "iam identity-providers delete")!.text).toContain("delete an identity provider");
-    // the real launcher prints the same text
+    // running the command prints the same text
     for (const path of ["iam identities update", "advisories import"]) {
-      const res = okRun(await runCli([...path.split(" "), "--help"], {}));
+      const res = okRun(await runCliInProcess([...path.split(" "), "--help"], {}));
       expect(res.stdout.replace(/\s+/g, " "), path).toBe(helps.find((h) => h.path === path)!.text);
     }
     const readme = await readFile(new URL("../../README.md", import.meta.url), "utf8");
@@ -113,17 +115,28 @@ describe("platformctl basics", () => {
   });
 
   it("exits 2 on a usage error, with one error line", async () => {
+    // through the launcher: the process exits with the code runCli returns
     const res = await runCli(["iam", "groups", "frobnicate"], {});
     expect(res.code).toBe(2);
     expect(res.stderr).toMatch(/^error: unknown command 'frobnicate'/);
-    const bad = await runCli(["--api", server.url, "iam", "groups", "list", "--page-size", "many"], { PLATFORM_TOKEN: "x" });
+    const bad = await runCliInProcess(["--api", server.url, "iam", "groups", "list", "--page-size", "many"], { PLATFORM_TOKEN: "x" });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("error: option '--page-size <n>' argument 'many' is invalid. must be a whole number");
   });
 
+  it("through the launcher: a reader that stops early (`| head`) is not an error", async () => {
+    const p = startCli(["--help"], {});
+    // nobody reads stdout: the help goes into a closed pipe (EPIPE)
+    p.child.stdout.destroy();
+    p.child.stdin.end();
+    const res = await p.done;
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stderr).toBe("");
+  });
+
   it("names the API URL when it cannot be reached (exit 6)", async () => {
     const closed = await closedPort();
-    const res = await runCli(["--api", `http://127.0.0.1:${closed}`, "iam", "groups", "list"], { PLATFORM_TOKEN: "x" });
+    const res = await runCliInProcess(["--api", `http://127.0.0.1:${closed}`, "iam", "groups", "list"], { PLATFORM_TOKEN: "x" });
     expect(res.code).toBe(6);
     expect(res.stderr).toBe(
       `error: cannot reach http://127.0.0.1:${closed}: connection refused (is the server running? choose another with --api or PLATFORM_API)\n`,
@@ -131,13 +144,13 @@ describe("platformctl basics", () => {
   });
 
   it("says to log in when nothing is stored for the API (exit 4)", async () => {
-    const res = await runCli(["--api", server.url, "iam", "groups", "list"], { PLATFORM_CONFIG_DIR: freshConfigDir() });
+    const res = await runCliInProcess(["--api", server.url, "iam", "groups", "list"], { PLATFORM_CONFIG_DIR: freshConfigDir() });
     expect(res.code).toBe(4);
     expect(res.stderr).toBe(`error: not logged in to ${server.url}: run platformctl auth login\n`);
   });
 
   it("takes the API from PLATFORM_API when --api is not given", async () => {
-    const res = await runCli(["-o", "json", "iam", "groups", "get", orgUid], { PLATFORM_API: server.url, PLATFORM_TOKEN: server.token, PLATFORM_CONFIG_DIR: freshConfigDir() });
+    const res = await runCliInProcess(["-o", "json", "iam", "groups", "get", orgUid], { PLATFORM_API: server.url, PLATFORM_TOKEN: server.token, PLATFORM_CONFIG_DIR: freshConfigDir() });
     expect(json(res)["name"]).toBe("cli-org");
   });
 });
@@ -146,7 +159,7 @@ describe("workload login (token exchange)", () => {
   let identityUid: string;
   let dir: string;
   let tokenFile: string;
-  const cli = (args: string[]) => runCli(["--api", server.url, ...args], { PLATFORM_CONFIG_DIR: dir });
+  const cli = (args: string[]) => runCliInProcess(["--api", server.url, ...args], { PLATFORM_CONFIG_DIR: dir });
 
   beforeAll(async () => {
     const identity = await ok(
@@ -186,7 +199,7 @@ describe("workload login (token exchange)", () => {
     expect(entry).toMatchObject({ kind: "workload", identity: identityUid, identityToken: { file: tokenFile }, audience: server.app.urls.baseUrl });
     expect(JSON.parse(await readFile(join(dir, "config.json"), "utf8"))).toEqual({ current: server.url });
     // without --api the current API is used
-    const res = await runCli(["-o", "json", "iam", "groups", "get", orgUid], { PLATFORM_CONFIG_DIR: dir });
+    const res = await runCliInProcess(["-o", "json", "iam", "groups", "get", orgUid], { PLATFORM_CONFIG_DIR: dir });
     expect(json(res)["uid"]).toBe(orgUid);
   });
 
@@ -210,7 +223,7 @@ describe("workload login (token exchange)", () => {
     const uid = roleless["uid"] as string;
     const other = freshConfigDir();
     const oidc = await provider.workloadToken("someone-else", server.app.urls.authUrl);
-    const run = (args: string[]) => runCli(["--api", server.url, ...args], { PLATFORM_CONFIG_DIR: other });
+    const run = (args: string[]) => runCliInProcess(["--api", server.url, ...args], { PLATFORM_CONFIG_DIR: other });
     const login = okRun(await run(["auth", "login", "--identity", uid, "--identity-token", oidc, "--audience", server.app.urls.baseUrl]));
     expect(login.stdout).toMatch(new RegExp(`^logged in to ${server.url} as no roles \\(identity ${uid}, workload, expires in (59m|1h)\\)\\n$`));
     const status = okRun(await run(["auth", "status"]));
@@ -238,14 +251,14 @@ describe("workload login (token exchange)", () => {
     const entry = { ...(await tokensFile(dir))[server.url]!, expiry: "2020-01-01T00:00:00.000Z", identityToken: { file: missing } };
     await mkdir(gone, { recursive: true });
     await writeFile(join(gone, "tokens.json"), JSON.stringify({ [server.url]: entry }));
-    const res = await runCli(["--api", server.url, "auth", "token"], { PLATFORM_CONFIG_DIR: gone });
+    const res = await runCliInProcess(["--api", server.url, "auth", "token"], { PLATFORM_CONFIG_DIR: gone });
     expect(res.code).toBe(4);
     expect(res.stderr).toBe(`error: cannot read the identity token file ${missing}: ENOENT\n`);
   });
 
   it("refuses an OIDC token the identity does not accept (exit 4), storing nothing", async () => {
     const other = freshConfigDir();
-    const res = await runCli(
+    const res = await runCliInProcess(
       ["--api", server.url, "auth", "login", "--identity", identityUid, "--identity-token", await provider.workloadToken("someone-else", server.app.urls.authUrl), "--audience", server.app.urls.baseUrl],
       { PLATFORM_CONFIG_DIR: other },
     );
@@ -258,12 +271,12 @@ describe("workload login (token exchange)", () => {
 
   it("uses the API URL as the audience by default, and says how to pick another", async () => {
     // the server's base URL is http://localhost:<port>: as --api it is also the audience
-    const asBase = await runCli(["--api", server.app.urls.baseUrl, "auth", "login", "--identity", identityUid, "--identity-token", tokenFile], {
+    const asBase = await runCliInProcess(["--api", server.app.urls.baseUrl, "auth", "login", "--identity", identityUid, "--identity-token", tokenFile], {
       PLATFORM_CONFIG_DIR: freshConfigDir(),
     });
     okRun(asBase);
     // through 127.0.0.1 the default audience is not one the server issues for
-    const asIp = await runCli(["--api", server.url, "auth", "login", "--identity", identityUid, "--identity-token", tokenFile], {
+    const asIp = await runCliInProcess(["--api", server.url, "auth", "login", "--identity", identityUid, "--identity-token", tokenFile], {
       PLATFORM_CONFIG_DIR: freshConfigDir(),
     });
     expect(asIp.code).toBe(2);
@@ -286,9 +299,16 @@ describe("workload login (token exchange)", () => {
 });
 
 describe("browser login (the loopback listener)", () => {
-  /** Starts `auth login --headless …`; returns the process and the sign-in URL it printed. */
-  async function startLogin(dir: string, extra: string[] = []) {
-    const p = startCli(["--api", server.url, "auth", "login", "--headless", ...extra], { PLATFORM_CONFIG_DIR: dir });
+  /**
+   * Starts `auth login --headless …` with `start`: a process (startCli) where the test needs its
+   * stdin or exit, else in-process; returns the run and the sign-in URL it printed.
+   */
+  async function startLogin<P extends { waitForStderr: (pattern: RegExp) => Promise<RegExpExecArray> }>(
+    start: (args: string[], env: Record<string, string>) => P,
+    dir: string,
+    extra: string[] = [],
+  ) {
+    const p = start(["--api", server.url, "auth", "login", "--headless", ...extra], { PLATFORM_CONFIG_DIR: dir });
     const m = await p.waitForStderr(/^ {2}(http\S+)$/m);
     return { p, url: new URL(m[1]!) };
   }
@@ -297,7 +317,7 @@ describe("browser login (the loopback listener)", () => {
 
   it("prints the sign-in URL with redirect, state, invite and org; a wrong state is refused; the right one stores the token", async () => {
     const dir = freshConfigDir();
-    const { p, url } = await startLogin(dir, ["--invite", "the-code", "--org", orgUid]);
+    const { p, url } = await startLogin(startCli, dir, ["--invite", "the-code", "--org", orgUid]);
     // the auth URL is discovered from /.well-known/openid-configuration (the issuer)
     expect(`${url.origin}${url.pathname}`).toBe(`${server.app.urls.authUrl}/oauth`);
     const redirect = url.searchParams.get("redirect")!;
@@ -323,16 +343,16 @@ describe("browser login (the loopback listener)", () => {
     expect((await stat(join(dir, "tokens.json"))).mode & 0o777).toBe(0o600);
 
     // the stored browser token is what later commands use
-    const status = okRun(await runCli(["auth", "status"], { PLATFORM_CONFIG_DIR: dir }));
+    const status = okRun(await runCliInProcess(["auth", "status"], { PLATFORM_CONFIG_DIR: dir }));
     expect(status.stdout).toContain(`identity: ${sub}\nname:     bootstrap\n`);
     expect(status.stdout).toContain("kind:     browser\n");
-    const created = okRun(await runCli(["iam", "groups", "create", "from-browser-login"], { PLATFORM_CONFIG_DIR: dir }));
+    const created = okRun(await runCliInProcess(["iam", "groups", "create", "from-browser-login"], { PLATFORM_CONFIG_DIR: dir }));
     expect(created.stdout).toContain("from-browser-login");
   });
 
   it("accepts the callback address pasted on stdin (a browser on another machine)", async () => {
     const dir = freshConfigDir();
-    const { p, url } = await startLogin(dir);
+    const { p, url } = await startLogin(startCli, dir);
     const callback = `${url.searchParams.get("redirect")}?${new URLSearchParams({ state: url.searchParams.get("state")!, token: server.token, expiry: inAnHour() })}`;
     p.child.stdin.write("not an address\n");
     await p.waitForStderr(/that is not the callback address/);
@@ -344,7 +364,7 @@ describe("browser login (the loopback listener)", () => {
 
   it("reports an error the server sends back (exit 4) and stores nothing", async () => {
     const dir = freshConfigDir();
-    const { p, url } = await startLogin(dir);
+    const { p, url } = await startLogin(startCliInProcess, dir);
     const params = new URLSearchParams({ state: url.searchParams.get("state")!, error: "access_denied", error_description: "the invite has expired" });
     const page = await fetch(`${url.searchParams.get("redirect")}?${params}`);
     expect(await page.text()).toContain("Login failed");
@@ -355,7 +375,7 @@ describe("browser login (the loopback listener)", () => {
   });
 
   it("times out with a clear message (exit 4)", async () => {
-    const { p } = await startLogin(freshConfigDir(), ["--timeout", "1s"]);
+    const { p } = await startLogin(startCliInProcess, freshConfigDir(), ["--timeout", "1s"]);
     const res = await p.done;
     expect(res.code).toBe(4);
     expect(res.stderr).toMatch(/error: login timed out after 1s: no answer reached http:\/\/127\.0\.0\.1:\d+\/callback; run platformctl auth login again\n$/);
@@ -365,13 +385,13 @@ describe("browser login (the loopback listener)", () => {
     const dir = freshConfigDir();
     await mkdir(dir, { recursive: true });
     await writeFile(join(dir, "tokens.json"), JSON.stringify({ [server.url]: { token: server.token, expiry: "2020-01-01T00:00:00Z", kind: "browser" } }));
-    const res = await runCli(["--api", server.url, "auth", "token"], { PLATFORM_CONFIG_DIR: dir });
+    const res = await runCliInProcess(["--api", server.url, "auth", "token"], { PLATFORM_CONFIG_DIR: dir });
     expect(res.code).toBe(4);
     expect(res.stderr).toBe("error: token expired: run platformctl auth login\n");
     // within the 30 s margin counts as expired too
     const soon = new Date(Date.now() + 10_000).toISOString();
     await writeFile(join(dir, "tokens.json"), JSON.stringify({ [server.url]: { token: server.token, expiry: soon, kind: "browser" } }));
-    expect((await runCli(["--api", server.url, "iam", "groups", "list"], { PLATFORM_CONFIG_DIR: dir })).code).toBe(4);
+    expect((await runCliInProcess(["--api", server.url, "iam", "groups", "list"], { PLATFORM_CONFIG_DIR: dir })).code).toBe(4);
   });
 });
 
@@ -629,7 +649,7 @@ describe("advisories import", () => {
     try {
       const docs = join(tmp, "stub.json");
       await writeFile(docs, JSON.stringify(["STUB-1", "STUB-2", "STUB-3"].map((id) => osv(id, "2024-01-01T00:00:00Z"))));
-      const res = await runCli(["--api", `http://127.0.0.1:${(stub.address() as AddressInfo).port}`, "advisories", "import", docs], {
+      const res = await runCliInProcess(["--api", `http://127.0.0.1:${(stub.address() as AddressInfo).port}`, "advisories", "import", docs], {
         PLATFORM_CONFIG_DIR: freshConfigDir(),
         PLATFORM_TOKEN: "stub-token",
       });

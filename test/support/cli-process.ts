@@ -22,56 +22,73 @@ export interface CliProcess {
   done: Promise<CliResult>;
 }
 
-function cliEnv(env: Record<string, string>): NodeJS.ProcessEnv {
+/** The caller's environment without CLI_VARIABLES, plus `env`: what a run of platformctl sees. */
+export function cliEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base: NodeJS.ProcessEnv = { ...process.env };
   for (const name of CLI_VARIABLES) delete base[name];
   return { ...base, ...env };
 }
 
+/** Output collected as it arrives, and waits for stderr to match (for both runners: a process, in-process). */
+export class OutputWatch {
+  stdout = "";
+  stderr = "";
+  private readonly watchers = new Set<() => void>();
+
+  /** `done` settles when the run ends: a wait still pending then rejects. */
+  constructor(private readonly done: Promise<unknown>) {}
+
+  addStdout(text: string): void {
+    this.stdout += text;
+  }
+
+  addStderr(text: string): void {
+    this.stderr += text;
+    for (const w of this.watchers) w();
+  }
+
+  waitForStderr(pattern: RegExp, timeoutMs = 15_000): Promise<RegExpExecArray> {
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const m = pattern.exec(this.stderr);
+        if (m) {
+          cleanup();
+          resolve(m);
+        }
+      };
+      const timer = setTimeout(() => {
+        cleanup();
+        reject(new Error(`stderr did not match ${pattern} in ${timeoutMs} ms: ${this.stderr}`));
+      }, timeoutMs);
+      const cleanup = () => {
+        clearTimeout(timer);
+        this.watchers.delete(check);
+      };
+      this.watchers.add(check);
+      void this.done.then(() => {
+        if (this.watchers.has(check)) {
+          cleanup();
+          reject(new Error(`platformctl ended before stderr matched ${pattern}: ${this.stderr}`));
+        }
+      });
+      check();
+    });
+  }
+}
+
 /** Starts `node bin/platformctl.js …args` (the real launcher) with its own environment additions. */
 export function startCli(args: string[], env: Record<string, string>): CliProcess {
   const child = spawn(process.execPath, [LAUNCHER, ...args], { env: cliEnv(env), stdio: "pipe" });
-  let out = "";
-  let err = "";
-  const watchers = new Set<() => void>();
-  child.stdout.on("data", (d: Buffer) => (out += d.toString()));
-  child.stderr.on("data", (d: Buffer) => {
-    err += d.toString();
-    for (const w of watchers) w();
-  });
-  const done = new Promise<CliResult>((resolve) => child.on("close", (code) => resolve({ code, stdout: out, stderr: err })));
+  const done = new Promise<CliResult>((resolve) => child.on("close", (code) => resolve({ code, stdout: output.stdout, stderr: output.stderr })));
+  const output = new OutputWatch(done);
+  child.stdout.on("data", (d: Buffer) => output.addStdout(d.toString()));
+  child.stderr.on("data", (d: Buffer) => output.addStderr(d.toString()));
   return {
     child,
-    stdout: () => out,
-    stderr: () => err,
+    stdout: () => output.stdout,
+    stderr: () => output.stderr,
     done,
-    waitForStderr(pattern, timeoutMs = 15_000) {
-      return new Promise((resolve, reject) => {
-        const check = () => {
-          const m = pattern.exec(err);
-          if (m) {
-            cleanup();
-            resolve(m);
-          }
-        };
-        const timer = setTimeout(() => {
-          cleanup();
-          reject(new Error(`stderr did not match ${pattern} in ${timeoutMs} ms: ${err}`));
-        }, timeoutMs);
-        const cleanup = () => {
-          clearTimeout(timer);
-          watchers.delete(check);
-        };
-        watchers.add(check);
-        void done.then(() => {
-          if (watchers.has(check)) {
-            cleanup();
-            reject(new Error(`platformctl ended before stderr matched ${pattern}: ${err}`));
-          }
-        });
-        check();
-      });
-    },
+    waitForStderr: (pattern, timeoutMs) => output.waitForStderr(pattern, timeoutMs),
   };
 }
 

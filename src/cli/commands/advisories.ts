@@ -2,6 +2,7 @@ import { InvalidArgumentError, type Command } from "commander";
 import progress from "cli-progress";
 import type { ApiClient, JsonObject } from "../api-client.js";
 import { contextOf, type CommandContext } from "../context.js";
+import type { CliIo } from "../io.js";
 import { ApiError, CliError, detailsOfType, EXIT, statusLine, type RestStatus, type Violation } from "../errors.js";
 import { col } from "../output.js";
 import { batches, readOsvFiles, sourceOf, type OsvDocument } from "../osv-files.js";
@@ -142,9 +143,10 @@ async function importFiles(ctx: CommandContext, files: string[], size: number): 
   const tally: Tally = { created: 0, updated: 0, unchanged: 0, "skipped (older)": 0 };
   // Problems found while reading come first: they are known before anything is sent.
   const report: BatchReport = { imported: [], failed: [...unreadable, ...invalid].map((p) => `${p.source}: ${p.reason}`) };
-  const bar = process.stderr.isTTY
+  // On this run's stderr (a test's stream is no terminal: no bar).
+  const bar = ctx.io.stderr.isTTY
     ? new progress.SingleBar(
-        { stream: process.stderr, format: "importing [{bar}] {value}/{total} documents", hideCursor: true, clearOnComplete: true },
+        { stream: ctx.io.stderr, format: "importing [{bar}] {value}/{total} documents", hideCursor: true, clearOnComplete: true },
         progress.Presets.shades_classic,
       )
     : undefined;
@@ -186,14 +188,14 @@ async function importFiles(ctx: CommandContext, files: string[], size: number): 
 }
 
 /** `platformctl advisories list|get|import` */
-export function registerAdvisories(program: Command): void {
+export function registerAdvisories(program: Command, io: CliIo): void {
   const group = program.command("advisories").description(`vulnerability advisories: ${advisories.path}`);
-  addResourceCommands(group, advisories);
+  addResourceCommands(group, advisories, io);
   group
     .command("import <files...>")
     .description("import OSV JSON files (each one document or an array), in batches")
     .option("--batch-size <n>", "documents per call (1 to 1000)", batchSize, 100)
     .action(async (files: string[], opts: { batchSize: number }, self: Command) => {
-      await importFiles(await contextOf(self), files, opts.batchSize);
+      await importFiles(await contextOf(self, io), files, opts.batchSize);
     });
 }

@@ -1,6 +1,7 @@
 import { createInterface } from "node:readline";
 import type { Command } from "commander";
 import { contextOf, normalizeApiUrl, type CommandContext } from "../context.js";
+import type { CliIo } from "../io.js";
 import { describeIdentity, exchangeWorkload, identityName, isFresh, notLoggedIn, currentToken, tokenClaims } from "../credentials.js";
 import { discoverAuthUrl } from "../discovery.js";
 import { formatSeconds, parseDuration } from "../duration.js";
@@ -27,14 +28,14 @@ function expiresIn(expiry: string): string {
 
 // Headless: the browser may run on another machine that cannot reach this
 // listener; the address it ends on can be pasted here instead.
-function acceptPastedCallback(login: LoopbackLogin): () => void {
-  const lines = createInterface({ input: process.stdin, terminal: false });
+function acceptPastedCallback(login: LoopbackLogin, ctx: CommandContext): () => void {
+  const lines = createInterface({ input: ctx.io.stdin, terminal: false });
   lines.on("line", (line) => {
-    if (line.trim() && !login.deliver(line)) process.stderr.write("that is not the callback address of this login; paste the whole address\n");
+    if (line.trim() && !login.deliver(line)) ctx.note("that is not the callback address of this login; paste the whole address");
   });
   return () => {
     lines.close();
-    process.stdin.destroy();
+    ctx.io.stdin.destroy();
   };
 }
 
@@ -47,7 +48,7 @@ async function browserLogin(ctx: CommandContext, opts: LoginOptions): Promise<vo
   if (opts.headless || !opts.browser) {
     ctx.note(`Open this address in a browser to sign in:\n\n  ${url}\n`);
     ctx.note(`Waiting for the sign-in to reach ${login.redirectUri} (or paste the address the browser ends on here)...`);
-    stopPaste = acceptPastedCallback(login);
+    stopPaste = acceptPastedCallback(login, ctx);
   } else {
     ctx.note(`Opening a browser to sign in. If none opens, visit:\n\n  ${url}\n`);
     openBrowser(url, ctx.env);
@@ -77,7 +78,7 @@ async function workloadLogin(ctx: CommandContext, opts: LoginOptions & { identit
   ctx.print(`logged in to ${ctx.api} as ${describeIdentity(opts.identity, name, ["workload", expiresIn(entry.expiry)])}`);
 }
 
-export function registerAuth(program: Command): void {
+export function registerAuth(program: Command, io: CliIo): void {
   const auth = program.command("auth").description("log in and manage the stored API tokens");
 
   auth
@@ -92,7 +93,7 @@ export function registerAuth(program: Command): void {
     .option("--audience <url>", "workload: the API audience (the server's PLATFORM_BASE_URL; default: the API URL)")
     .option("--timeout <duration>", "how long to wait for the browser sign-in", "5m")
     .action(async (opts: LoginOptions, cmd: Command) => {
-      const ctx = await contextOf(cmd);
+      const ctx = await contextOf(cmd, io);
       if (opts.identity) await workloadLogin(ctx, { ...opts, identity: opts.identity });
       else if (opts.identityToken) throw new CliError("--identity-token needs --identity <uid>", EXIT.usage);
       else await browserLogin(ctx, opts);
@@ -102,7 +103,7 @@ export function registerAuth(program: Command): void {
     .command("token")
     .description("print the current API token (renewing a workload's when it has expired)")
     .action(async (_opts: object, cmd: Command) => {
-      const ctx = await contextOf(cmd);
+      const ctx = await contextOf(cmd, io);
       ctx.print(await currentToken(ctx.store, ctx.api, ctx.env));
     });
 
@@ -110,7 +111,7 @@ export function registerAuth(program: Command): void {
     .command("status")
     .description("show the API, identity (uid and name), expiry and kind of the current login")
     .action(async (_opts: object, cmd: Command) => {
-      const ctx = await contextOf(cmd);
+      const ctx = await contextOf(cmd, io);
       const fromEnv = ctx.env["PLATFORM_TOKEN"];
       const entry = fromEnv ? undefined : await ctx.store.token(ctx.api);
       const token = fromEnv ?? entry?.token;
@@ -141,7 +142,7 @@ export function registerAuth(program: Command): void {
     .command("logout")
     .description("forget the token stored for the API")
     .action(async (_opts: object, cmd: Command) => {
-      const ctx = await contextOf(cmd);
+      const ctx = await contextOf(cmd, io);
       const removed = await ctx.store.removeToken(ctx.api);
       ctx.print(removed ? `logged out of ${ctx.api}` : `not logged in to ${ctx.api}`);
     });

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import type { JsonObject } from "../api-client.js";
 import type { CommandContext } from "../context.js";
+import type { CliIo } from "../io.js";
 import { col, field, text, time, type Column } from "../output.js";
 import { registerResource, type FieldFlag, type ResourceSpec } from "./resource.js";
 
@@ -203,7 +204,7 @@ const invites: ResourceSpec = {
 };
 
 /** `platformctl iam <resource> …` */
-export function registerIam(program: Command): void {
+export function registerIam(program: Command, io: CliIo): void {
   const iam = program.command("iam").description("groups, identities, roles, role bindings, root role bindings, identity providers, account associations, invites");
-  for (const spec of [groups, identities, roles, roleBindings, rootRoleBindings, identityProviders, accountAssociations, invites]) registerResource(iam, spec);
+  for (const spec of [groups, identities, roles, roleBindings, rootRoleBindings, identityProviders, accountAssociations, invites]) registerResource(iam, spec, io);
 }

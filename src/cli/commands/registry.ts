@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import type { CliIo } from "../io.js";
 import { col } from "../output.js";
 import { registerResource, type FieldFlag, type ResourceSpec } from "./resource.js";
 
@@ -48,8 +49,8 @@ const tags: ResourceSpec = {
 };
 
 /** `platformctl registry repos|tags …` */
-export function registerRegistry(program: Command): void {
+export function registerRegistry(program: Command, io: CliIo): void {
   const registry = program.command("registry").description("the registry catalog: repos and tags");
-  registerResource(registry, repos);
-  registerResource(registry, tags);
+  registerResource(registry, repos, io);
+  registerResource(registry, tags, io);
 }

@@ -1,6 +1,7 @@
 import { InvalidArgumentError, Option, type Command } from "commander";
 import { uidPath, type JsonObject, type JsonValue, type Query } from "../api-client.js";
 import { contextOf, type CommandContext } from "../context.js";
+import type { CliIo } from "../io.js";
 import { parseDuration } from "../duration.js";
 import { CliError, EXIT } from "../errors.js";
 import { renderTable, type Column } from "../output.js";
@@ -205,8 +206,8 @@ function listQuery(spec: ResourceSpec, cmd: Command): Query {
   return query;
 }
 
-async function list(spec: ResourceSpec, cmd: Command): Promise<void> {
-  const ctx = await contextOf(cmd);
+async function list(spec: ResourceSpec, cmd: Command, io: CliIo): Promise<void> {
+  const ctx = await contextOf(cmd, io);
   const client = ctx.client();
   const query = listQuery(spec, cmd);
   const first = await client.request("GET", spec.path, { query });
@@ -228,7 +229,7 @@ async function list(spec: ResourceSpec, cmd: Command): Promise<void> {
   if (next) ctx.note(`more: --page-token ${next} (or --all)`);
 }
 
-function addList(group: Command, spec: ResourceSpec): void {
+function addList(group: Command, spec: ResourceSpec, io: CliIo): void {
   const cmd = group
     .command("list")
     .description(`list ${spec.command} (what the caller may list)`)
@@ -243,10 +244,10 @@ function addList(group: Command, spec: ResourceSpec): void {
   for (const f of spec.list.filters ?? []) {
     cmd.option(f.kind === "bool" ? `--${f.flag}` : `--${f.flag} ${f.arg ?? "<value>"}`, f.description);
   }
-  cmd.action(async (_opts: object, self: Command) => list(spec, self));
+  cmd.action(async (_opts: object, self: Command) => list(spec, self, io));
 }
 
-function addCreate(group: Command, spec: ResourceSpec, create: NonNullable<ResourceSpec["create"]>): void {
+function addCreate(group: Command, spec: ResourceSpec, create: NonNullable<ResourceSpec["create"]>, io: CliIo): void {
   const positional = create.name === "required" ? " <name>" : create.name === "optional" ? " [name]" : "";
   const cmd = group.command(`create${positional}`).description(`create ${withArticle(spec.kind)}`);
   const parent = create.parent && new Option(`--${create.parent.flag} <uid>`, create.parent.description);
@@ -256,7 +257,7 @@ function addCreate(group: Command, spec: ResourceSpec, create: NonNullable<Resou
   for (const field of fields) for (const o of optionsFor(field, false)) cmd.addOption(o);
   cmd.action(async (...args: unknown[]) => {
     const self = args[args.length - 1] as Command;
-    const ctx = await contextOf(self);
+    const ctx = await contextOf(self, io);
     const body = bodyFrom(self, fields);
     const name = self.processedArgs[0] as string | undefined;
     if (name !== undefined) body["name"] = name;
@@ -267,12 +268,12 @@ function addCreate(group: Command, spec: ResourceSpec, create: NonNullable<Resou
   });
 }
 
-function addUpdate(group: Command, spec: ResourceSpec): void {
+function addUpdate(group: Command, spec: ResourceSpec, io: CliIo): void {
   const fields = spec.create?.name ? [NAME_FLAG, ...spec.fields] : spec.fields;
   const cmd = group.command("update <uid>").description(`change ${withArticle(spec.kind)}: only the fields whose flags are given`);
   for (const field of fields) for (const o of optionsFor({ ...field, required: false }, true)) cmd.addOption(o);
   cmd.action(async (uid: string, _opts: object, self: Command) => {
-    const ctx = await contextOf(self);
+    const ctx = await contextOf(self, io);
     const body = bodyFrom(self, fields);
     if (Object.keys(body).length === 0) {
       throw new CliError(`nothing to update: give at least one of ${fields.map((f) => `--${f.flag}`).join(", ")}`, EXIT.usage);
@@ -282,30 +283,30 @@ function addUpdate(group: Command, spec: ResourceSpec): void {
 }
 
 /** Adds `<command> list|get|create|update|delete` under `parent`. */
-export function registerResource(parent: Command, spec: ResourceSpec): Command {
+export function registerResource(parent: Command, spec: ResourceSpec, io: CliIo): Command {
   const group = parent.command(spec.command).description(`${spec.command}: ${spec.path}`);
-  addResourceCommands(group, spec);
+  addResourceCommands(group, spec, io);
   return group;
 }
 
 /** Adds `list|get|create|update|delete` (those the resource has) to `group`. */
-export function addResourceCommands(group: Command, spec: ResourceSpec): void {
-  addList(group, spec);
+export function addResourceCommands(group: Command, spec: ResourceSpec, io: CliIo): void {
+  addList(group, spec, io);
   group
     .command("get <uid>")
     .description(`show one ${spec.kind}`)
     .action(async (uid: string, _opts: object, self: Command) => {
-      const ctx = await contextOf(self);
+      const ctx = await contextOf(self, io);
       showOne(ctx, spec, await ctx.client().request("GET", `${spec.path}/${uidPath(uid)}`));
     });
-  if (spec.create) addCreate(group, spec, spec.create);
-  if (spec.update) addUpdate(group, spec);
+  if (spec.create) addCreate(group, spec, spec.create, io);
+  if (spec.update) addUpdate(group, spec, io);
   if (spec.delete) {
     group
       .command("delete <uid>")
       .description(`delete ${withArticle(spec.kind)}`)
       .action(async (uid: string, _opts: object, self: Command) => {
-        const ctx = await contextOf(self);
+        const ctx = await contextOf(self, io);
         const res = await ctx.client().request("DELETE", `${spec.path}/${uidPath(uid)}`);
         if (ctx.output === "json") ctx.printJson(res);
         else ctx.print(`deleted ${spec.kind} ${uid}`);
