@@ -1,5 +1,6 @@
-// Every table, one file per resource under tables/. drizzle-kit reads this
-// file to generate migrations (npm run db:generate).
+// The tables of the resources that came first, as one namespace for the code
+// that uses several. drizzle-kit reads tables/ itself (drizzle.config.ts), so a
+// new resource's table needs no line here.
 export * from "./tables/system.js";
 export * from "./tables/groups.js";
 export * from "./tables/identities.js";

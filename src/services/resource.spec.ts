@@ -1,3 +1,6 @@
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { create } from "@bufbuild/protobuf";
 import { is } from "drizzle-orm";
 import { getTableConfig, PgTable } from "drizzle-orm/pg-core";
@@ -10,6 +13,13 @@ import { ListEngine } from "../list/index.js";
 import type { ServiceContext } from "./context.js";
 import { API_SERVICES } from "./index.js";
 import { defineResource, groupContentRules, resourceService } from "./resource.js";
+
+const tablesDir = fileURLToPath(new URL("../db/tables/", import.meta.url));
+const tableModules = await Promise.all(
+  readdirSync(tablesDir)
+    .filter((f) => f.endsWith(".ts") && !f.endsWith(".spec.ts"))
+    .map((f) => import(pathToFileURL(join(tablesDir, f)).href) as Promise<Record<string, unknown>>),
+);
 
 let handle: DatabaseHandle;
 let ctx: ServiceContext;
@@ -32,7 +42,8 @@ describe("resource definitions", () => {
     // Role bindings are the group's access policy: deleting the group deletes them (docs/design.md, "Resources").
     const goesWithGroup = new Set<PgTable>([schema.roleBindings]);
     const registered = new Set(groupContentRules().map((c) => c.table));
-    const tables = Object.values(schema as Record<string, unknown>).filter((v): v is PgTable => is(v, PgTable));
+    // Every file drizzle-kit reads (drizzle.config.ts), not only those schema.ts re-exports.
+    const tables = [...new Set(tableModules.flatMap((m) => Object.values(m).filter((v): v is PgTable => is(v, PgTable))))];
     const heldByGroups = tables.filter((table) =>
       getTableConfig(table).foreignKeys.some((fk) => {
         const ref = fk.reference();
