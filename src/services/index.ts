@@ -22,6 +22,8 @@ import { accountAssociationsService } from "./iam/account-associations.js";
 import { groupInvitesService } from "./iam/group-invites.js";
 import { identityProvidersService } from "./iam/identity-providers.js";
 import { V1_API_SERVICES } from "./v1/index.js";
+import { API_SERVICE_DESCRIPTORS } from "../../gen/api-index.js";
+import { assertEveryServiceImplemented } from "./service-coverage.js";
 
 export type { ServiceContext } from "./context.js";
 export type { ApiService, BoundService } from "./api-service.js";
@@ -42,3 +44,6 @@ export const API_SERVICES: ApiService[] = [
   apiService(AdvisoriesService, advisoriesService),
   ...V1_API_SERVICES,
 ];
+
+// At load, so at start: a proto service without an implementation fails loudly (docs/design.md, "Tokens and access").
+assertEveryServiceImplemented(API_SERVICE_DESCRIPTORS, API_SERVICES);
