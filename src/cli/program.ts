@@ -1,8 +1,7 @@
 import { Command, Option } from "commander";
 import { registerAdvisories } from "./commands/advisories.js";
 import { registerAuth } from "./commands/auth.js";
-import { registerIam } from "./commands/iam.js";
-import { registerRegistry } from "./commands/registry.js";
+import { registerResources } from "./commands/api-resources.js";
 import { buildInfo } from "../server/build-info.js";
 import { colorsForced, processIo, type CliIo } from "./io.js";
 
@@ -35,8 +34,7 @@ export function buildProgram(io: CliIo = processIo()): Command {
       getErrHasColors: () => colorsForced(io.env) ?? (io.stderr.isTTY === true && io.stderr.hasColors?.() === true),
     });
   registerAuth(program, io);
-  registerIam(program, io);
-  registerRegistry(program, io);
+  registerResources(program, io);
   registerAdvisories(program, io);
   return program;
 }
