@@ -1,12 +1,13 @@
 import { Code } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { AccountAssociationsService } from "../../gen/platform/iam/v2beta1/account_associations_pb.js";
 import { connectClient, grpcStatusDetails, restClient, type JsonObject } from "../support/clients.js";
 import { connectFailure } from "../support/connect-failure.js";
 import { grpcSuite } from "../support/grpc-suite.js";
 import { createGroup, expectInvalid, expectPrecondition, ok, uidOf } from "../support/rest-iam.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import type { TestServer } from "../support/server.js";
+import { sharedServer } from "../support/shared-server.js";
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const TENANT = "6f1c1d2e-3a4b-4c5d-8e9f-0a1b2c3d4e5f";
@@ -17,11 +18,8 @@ let server: TestServer;
 let call: ReturnType<typeof restClient>;
 
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await sharedServer();
   call = restClient(server.url, server.token);
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
 const group = async (name: string, parent?: string) => uidOf(await createGroup(call, name, parent));

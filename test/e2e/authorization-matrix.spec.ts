@@ -1,7 +1,7 @@
 import type { DescMessage } from "@bufbuild/protobuf";
 import { Code, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { Authorization_Scope, type Authorization } from "../../gen/platform/common/v1/authorization_pb.js";
 import { BUILT_IN_ROLES } from "../../src/authz/index.js";
@@ -17,7 +17,8 @@ import {
 } from "../support/api-methods.js";
 import { restClient, type JsonObject, type JsonValue } from "../support/clients.js";
 import { bind, bootstrapIdentityUid, createGroup, createIdentity, createRole, ok, uidOf } from "../support/rest-iam.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import type { TestServer } from "../support/server.js";
+import { sharedServer } from "../support/shared-server.js";
 
 // Role × RPC: every method of every API service (read from the descriptors),
 // called as an identity bound at an organization with each built-in role and
@@ -400,7 +401,7 @@ const decisions: Record<Protocol, Map<string, Map<string, boolean>>> = { grpc: n
 let otherOrg: Org;
 
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await sharedServer();
   admin = restClient(server.url, server.token);
   grpc = createGrpcTransport({ baseUrl: server.url });
   const imported = await ok(
@@ -410,9 +411,6 @@ beforeAll(async () => {
   const rootBindings = await ok(admin("GET", `/iam/v2beta1/rootRoleBindings?identity=${bootstrapIdentityUid(server.token)}&role=owner`));
   rootBindingUid = uidOf((rootBindings["rootRoleBindings"] as JsonObject[])[0]!);
   otherOrg = await makeOrg("elsewhere", builtIn("viewer"));
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
 describe("the matrix covers the API", () => {

@@ -1,12 +1,13 @@
 import net from "node:net";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { RolesService } from "../../gen/platform/iam/v2beta1/roles_pb.js";
 import { connectClient, restClient, type JsonObject, type Protocol } from "../support/clients.js";
 import { createGroup, restDetail, uidOf } from "../support/rest-iam.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import type { TestServer } from "../support/server.js";
+import { sharedServer } from "../support/shared-server.js";
 
 // Text PostgreSQL cannot store (NUL) or UTF-8 cannot encode (unpaired
 // surrogates), and uids of the wrong shape, are INVALID_ARGUMENT naming the
@@ -17,12 +18,9 @@ let call: ReturnType<typeof restClient>;
 let org: string;
 
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await sharedServer();
   call = restClient(server.url, server.token);
   org = uidOf(await createGroup(call, "bad-input"));
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
 function expectBadRequest(res: { status: number; body: JsonObject }, field: string, label: string): void {

@@ -6,7 +6,9 @@ import { join } from "node:path";
 import type { Command } from "commander";
 import { decodeJwt } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { deriveResourceSpec } from "../../src/cli/commands/derived-spec.js";
 import { buildProgram } from "../../src/cli/program.js";
+import { API_SERVICES } from "../../src/services/index.js";
 import { restClient, type JsonObject } from "../support/clients.js";
 import { runCliInProcess, startCliInProcess } from "../support/cli-in-process.js";
 import { runCli, runCliInTerminal, startCli, type CliResult } from "../support/cli-process.js";
@@ -517,6 +519,41 @@ describe("resource commands", () => {
     const badTtl = await asAdmin(["iam", "invites", "create", "--group", orgUid, "--role", "viewer", "--ttl", "soon"]);
     expect(badTtl.code).toBe(2);
     expect(badTtl.stderr).toBe('error: --ttl: "soon" is not a duration (e.g. 90s, 15m, 24h, 7d, 1h30m)\n');
+  });
+});
+
+describe("commands derived from the protos", () => {
+  it("every v2beta1 resource service the server exposes has list and get commands at its REST path", () => {
+    const resources = API_SERVICES.map((a) => a.service).filter(
+      (s) => s.typeName.includes(".v2beta1.") && s.methods.some((m) => m.name.startsWith("List")) && s.methods.some((m) => m.name.startsWith("Get")),
+    );
+    expect(resources.length).toBeGreaterThanOrEqual(11);
+    const groups: Command[] = [];
+    const walk = (cmd: Command) => {
+      groups.push(cmd);
+      cmd.commands.forEach(walk);
+    };
+    walk(buildProgram());
+    for (const service of resources) {
+      // the path from the descriptors, not from the CLI's own tables
+      const { path } = deriveResourceSpec(service);
+      const group = groups.find((g) => g.description().endsWith(`: ${path}`));
+      expect(group, service.typeName).toBeDefined();
+      expect(group!.commands.map((c) => c.name()), service.typeName).toEqual(expect.arrayContaining(["list", "get"]));
+    }
+  });
+
+  it("a writable field the hand-written flags lacked now has one: identities --audience-pattern", async () => {
+    const id = json(await asAdmin(["-o", "json", "iam", "identities", "create", "aud-bot", "--group", orgUid, "--issuer", "https://i.example", "--audience-pattern", "api-.*"]));
+    expect(id["claimMatch"]).toMatchObject({ issuer: "https://i.example", audiencePattern: "api-.*" });
+    const changed = json(await asAdmin(["-o", "json", "iam", "identities", "update", id["uid"] as string, "--audience-pattern", "web-.*"]));
+    expect(changed["claimMatch"]).toMatchObject({ issuer: "https://i.example", audiencePattern: "web-.*" });
+  });
+
+  it("fields a required sub-message requires are required flags: identity-providers create without --client-id (exit 2)", async () => {
+    const res = await asAdmin(["iam", "identity-providers", "create", "idp", "--group", orgUid, "--issuer", "https://i.example"]);
+    expect(res.code).toBe(2);
+    expect(res.stderr).toMatch(/^error: required option '--client-id <id>' not specified/);
   });
 });
 

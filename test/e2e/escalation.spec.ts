@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { RoleBindingsService } from "../../gen/platform/iam/v2beta1/role_bindings_pb.js";
@@ -7,6 +7,7 @@ import { schema } from "../../src/db/index.js";
 import { connectClient, restClient, type JsonObject, type RestResponse } from "../support/clients.js";
 import { bind, createGroup, createIdentity, createRole, ok, restDetail, uidOf } from "../support/rest-iam.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { sharedServer } from "../support/shared-server.js";
 
 // The attacks of "escalation to owner" and "anyone can found an
 // organization": each must be refused, on REST and gRPC alike.
@@ -17,13 +18,10 @@ let org: string;
 let team: string;
 
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await sharedServer();
   admin = restClient(server.url, server.token);
   org = uidOf(await createGroup(admin, "escalation-org"));
   team = uidOf(await createGroup(admin, "team", org));
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
 const tokenFor = async (identityUid: string) => (await server.app.tokens.mint(identityUid, server.app.urls.baseUrl)).token;

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { Code } from "@connectrpc/connect";
 import { eq } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { GroupInvitesService } from "../../gen/platform/iam/v2beta1/group_invites_pb.js";
 import { schema } from "../../src/db/index.js";
@@ -9,7 +9,8 @@ import { connectClient, grpcStatusDetails, restClient, type JsonObject } from ".
 import { connectFailure } from "../support/connect-failure.js";
 import { grpcSuite } from "../support/grpc-suite.js";
 import { createGroup, createRole, expectInvalid, expectPrecondition, ok, uidOf } from "../support/rest-iam.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import type { TestServer } from "../support/server.js";
+import { sharedServer } from "../support/shared-server.js";
 
 const BASE = "/iam/v2beta1/groupInvites";
 const CODE = /^[A-Za-z0-9_-]{43}$/;
@@ -21,10 +22,7 @@ let server: TestServer;
 const call: ReturnType<typeof restClient> = (...args) => restClient(server.url, server.token)(...args);
 
 beforeAll(async () => {
-  server = await startTestServer();
-});
-afterAll(async () => {
-  await server?.stop();
+  server = await sharedServer();
 });
 
 const group = async (name: string, parent?: string) => uidOf(await createGroup(call, name, parent));

@@ -1,17 +1,15 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema, PreconditionFailureSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { connectClient, type Protocol } from "../support/clients.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import type { TestServer } from "../support/server.js";
+import { sharedServer } from "../support/shared-server.js";
 
 let server: TestServer;
 
 beforeAll(async () => {
-  server = await startTestServer();
-});
-afterAll(async () => {
-  await server?.stop();
+  server = await sharedServer();
 });
 
 async function failure(p: Promise<unknown>): Promise<ConnectError> {

@@ -1,7 +1,8 @@
 import grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { grpcJsClient, grpcStatusDetails, grpcUnary } from "../support/clients.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import type { TestServer } from "../support/server.js";
+import { sharedServer } from "../support/shared-server.js";
 
 interface GroupMsg {
   uid: string;
@@ -22,12 +23,11 @@ let server: TestServer;
 let client: grpc.Client & Record<string, unknown>;
 
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await sharedServer();
   client = grpcJsClient(`127.0.0.1:${server.app.port}`, "platform.iam.v2beta1.GroupsService", "platform/iam/v2beta1/groups.proto");
 });
 afterAll(async () => {
   client?.close();
-  await server?.stop();
 });
 
 /** `token` "" sends no authorization header. */

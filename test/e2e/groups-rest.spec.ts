@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { restClient, type JsonObject, type RestResponse } from "../support/clients.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import type { TestServer } from "../support/server.js";
+import { sharedServer } from "../support/shared-server.js";
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const ROOT_UID = /^[0-9a-f]{40}$/;
@@ -9,11 +10,8 @@ let server: TestServer;
 let call: ReturnType<typeof restClient>;
 
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await sharedServer();
   call = restClient(server.url, server.token);
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
 function details(res: RestResponse): JsonObject[] {
@@ -350,9 +348,11 @@ describe("groups over REST", () => {
         if (made.status === 200) {
           // the child exists, so the delete must have failed and the root must still be there
           expect(del.status).not.toBe(200);
+          expect(del.body["code"]).toBe(9);
           expect(rootGone).toBe(false);
         } else {
           expect(made.status).toBe(404);
+          expect(made.body["code"]).toBe(5);
           expect(del.status).toBe(200);
           expect(rootGone).toBe(true);
         }

@@ -1,12 +1,13 @@
 import grpc from "@grpc/grpc-js";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { IdentitiesService } from "../../gen/platform/iam/v2beta1/identities_pb.js";
 import { connectClient, grpcStatusDetails, restClient, type JsonObject } from "../support/clients.js";
 import { grpcSuite } from "../support/grpc-suite.js";
 import { TIMESTAMP, bootstrapIdentityUid, createGroup, createIdentity, expectHeldUntilDeleted, expectInvalid, ok, restDetail, uidOf } from "../support/rest-iam.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import type { TestServer } from "../support/server.js";
+import { sharedServer } from "../support/shared-server.js";
 
 const GITHUB = "https://token.actions.githubusercontent.com";
 
@@ -14,11 +15,8 @@ let server: TestServer;
 let call: ReturnType<typeof restClient>;
 
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await sharedServer();
   call = restClient(server.url, server.token);
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
 const names = (body: JsonObject) => (body["identities"] as JsonObject[]).map((i) => i["name"]);

@@ -1,7 +1,7 @@
 import { toJsonString } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { eq } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { IdentityProviderSchema, IdentityProvidersService } from "../../gen/platform/iam/v2beta1/identity_providers_pb.js";
 import { SecretBox } from "../../src/crypto/index.js";
@@ -11,7 +11,8 @@ import { connectClient, grpcStatusDetails, restClient, type JsonObject } from ".
 import { connectFailure } from "../support/connect-failure.js";
 import { grpcSuite } from "../support/grpc-suite.js";
 import { createGroup, createRole, expectInvalid, expectPrecondition, ok, uidOf } from "../support/rest-iam.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import type { TestServer } from "../support/server.js";
+import { sharedServer } from "../support/shared-server.js";
 
 const BASE = "/iam/v2beta1/identityProviders";
 const ISSUER = "https://accounts.example.com";
@@ -20,11 +21,8 @@ let server: TestServer;
 let call: ReturnType<typeof restClient>;
 
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await sharedServer();
   call = restClient(server.url, server.token);
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
 const group = async (name: string, parent?: string) => uidOf(await createGroup(call, name, parent));

@@ -9,6 +9,8 @@ import { startTestServer, type TestServer } from "../support/server.js";
 let server: TestServer;
 let org: JsonObject;
 
+// A server of its own, not the shared one: a test lists every role in one page,
+// which other files' custom roles would overflow.
 beforeAll(async () => {
   server = await startTestServer();
   const rest = restClient(server.url, server.token);

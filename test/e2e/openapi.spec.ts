@@ -3,11 +3,12 @@ import http from "node:http";
 import { Validator } from "@seriousme/openapi-schema-validator";
 // ajv comes with the OpenAPI validator; here it checks real answers against the document's schemas.
 import { Ajv2020 } from "ajv/dist/2020.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { RouteTable } from "../../src/rest/route-table.js";
 import { API_SERVICES } from "../../src/services/index.js";
 import { restClient, type JsonObject } from "../support/clients.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import type { TestServer } from "../support/server.js";
+import { sharedServer } from "../support/shared-server.js";
 
 // GET /openapi.json (src/rest/openapi.ts, src/server/api-docs.ts): a valid
 // OpenAPI 3.1 document with every REST route of the transcoder, whose
@@ -57,7 +58,7 @@ function rawRequest(method: string, path: string): Promise<{ status: number; hea
 }
 
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await sharedServer();
   call = restClient(server.url, server.token);
   const res = await fetch(`${server.url}/openapi.json`);
   expect(res.status).toBe(200);
@@ -65,9 +66,6 @@ beforeAll(async () => {
   // Unknown formats (int64, uint64, …) are annotations here, as in OpenAPI.
   ajv = new Ajv2020({ strict: false, validateFormats: false, allErrors: true });
   ajv.addSchema({ $id: "openapi", components: doc["components"] } as object);
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
 describe("GET /openapi.json", () => {

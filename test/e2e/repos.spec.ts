@@ -1,6 +1,6 @@
 import { Code } from "@connectrpc/connect";
 import grpc from "@grpc/grpc-js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema, PreconditionFailureSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { ReposService } from "../../gen/platform/registry/v2beta1/repos_pb.js";
@@ -9,7 +9,8 @@ import { connectClient, grpcStatusDetails, restClient, type JsonObject, type Pro
 import { grpcSuite } from "../support/grpc-suite.js";
 import { connectFailure } from "../support/connect-failure.js";
 import { ok as okBody, restDetail } from "../support/rest-iam.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import type { TestServer } from "../support/server.js";
+import { sharedServer } from "../support/shared-server.js";
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const REPO_NAME_RULE =
@@ -20,11 +21,8 @@ let server: TestServer;
 let call: ReturnType<typeof restClient>;
 
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await sharedServer();
   call = restClient(server.url, server.token);
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
 const ok = (method: string, path: string, body?: unknown) => okBody(call(method, path, body));
@@ -250,9 +248,11 @@ describe("repos over REST", () => {
       const repoGone = (await call("GET", `/registry/v2beta1/repos/${repo["uid"]}`)).status === 404;
       if (made.status === 200) {
         expect(del.status).toBe(400);
+        expect(del.body["code"]).toBe(9);
         expect(repoGone).toBe(false);
       } else {
         expect(made.status).toBe(404);
+        expect(made.body["code"]).toBe(5);
         expect(del.status).toBe(200);
         expect(repoGone).toBe(true);
       }

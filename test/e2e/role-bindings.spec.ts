@@ -1,7 +1,7 @@
 import grpc from "@grpc/grpc-js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { sql } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { IdentitiesService } from "../../gen/platform/iam/v2beta1/identities_pb.js";
@@ -10,7 +10,8 @@ import { queryRows } from "../../src/db/index.js";
 import { connectClient, grpcStatusDetails, restClient, type JsonObject } from "../support/clients.js";
 import { grpcSuite } from "../support/grpc-suite.js";
 import { TIMESTAMP, bind, bootstrapIdentityUid, createGroup, createIdentity, createRole, expectInvalid, expectPrecondition, ok, restDetail, uidOf } from "../support/rest-iam.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import type { TestServer } from "../support/server.js";
+import { sharedServer } from "../support/shared-server.js";
 
 const VIEWER_DESCRIPTION = "Read access to everything: every list and get.";
 
@@ -20,14 +21,11 @@ let call: ReturnType<typeof restClient>;
 let home = "";
 
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await sharedServer();
   call = restClient(server.url, server.token);
   // The suite's "organizations" live under one root group, so the owner
   // binding that creating a root group gives its creator stays out of them.
   home = uidOf(await createGroup(call, "role-bindings-suite", home));
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
 /** A root group with an identity in it. */
@@ -362,16 +360,14 @@ describe("role bindings under concurrent deletes", () => {
   // Creates race deletes of what they reference; every create either commits
   // (and the delete then takes the binding along, or refuses) or is refused
   // because the reference vanished. Never a 500, never a dangling binding.
-  type Tally = Map<string, number>;
-  const note = (t: Tally, what: string, status: number) => t.set(`${what} ${status}`, (t.get(`${what} ${status}`) ?? 0) + 1);
-  // Odd rounds start the deletes up to 9 ms after the creates, even rounds
-  // the other way round, so that each side wins some rounds on either back-end.
+  // Odd rounds start the deletes up to 9 ms after the creates, even rounds the
+  // other way round, to vary the interleaving. Which side wins a round is the
+  // scheduler's choice, so only what must hold either way is asserted.
   const after = <T>(ms: number, f: () => Promise<T>) => new Promise((r) => setTimeout(r, ms)).then(f);
   const delays = (round: number) => (round % 2 ? { create: 0, remove: round % 10 } : { create: round % 10, remove: 0 });
 
   it("identity and role deletes racing binding creates", async () => {
     const org = await createGroup(call, "race", home);
-    const tally: Tally = new Map();
     for (let round = 0; round < 20; round++) {
       const identity = await createIdentity(call, uidOf(org), { name: `racer-${round}` });
       const role = await createRole(call, uidOf(org), { name: `role-${round}`, capabilities: ["repo.list"] });
@@ -388,27 +384,21 @@ describe("role bindings under concurrent deletes", () => {
       for (const res of [b1!, b2!, b3!, batch!]) {
         expect([200, 400], JSON.stringify(res.body)).toContain(res.status);
         if (res.status === 400) expect(res.body["code"]).toBe(3);
-        note(tally, "bind", res.status);
       }
       // The identity delete always succeeds: it waits for the creates, then takes their bindings along.
       expect(delIdentity!.status, JSON.stringify(delIdentity!.body)).toBe(200);
       // The role delete succeeds, or is refused because a binding was created first (and not yet cascaded).
       expect([200, 400], JSON.stringify(delRole!.body)).toContain(delRole!.status);
       if (delRole!.status === 400) expect(delRole!.body["code"]).toBe(9);
-      note(tally, "delete role", delRole!.status);
 
       expect((await listBindings(`identity=${uidOf(identity)}`)).body["totalCount"]).toBe("0");
       expect(await danglingBindings()).toBe(0);
     }
-    // Both sides of the race won some rounds.
-    expect(tally.get("bind 200") ?? 0, JSON.stringify([...tally])).toBeGreaterThan(0);
-    expect(tally.get("bind 400") ?? 0, JSON.stringify([...tally])).toBeGreaterThan(0);
   });
 
   it("group deletes racing binding creates", async () => {
     const org = await createGroup(call, "race-groups", home);
     const identity = await createIdentity(call, uidOf(org), { name: "racer" });
-    const tally: Tally = new Map();
     for (let round = 0; round < 20; round++) {
       const team = await createGroup(call, `team-${round}`, uidOf(org));
       const [b1, delGroup, b2] = await Promise.all([
@@ -419,19 +409,16 @@ describe("role bindings under concurrent deletes", () => {
       for (const res of [b1!, b2!]) {
         // Created, or the group was gone (NOT_FOUND: the group is the parent).
         expect([200, 404], JSON.stringify(res.body)).toContain(res.status);
-        note(tally, "bind", res.status);
+        if (res.status === 404) expect(res.body["code"]).toBe(5);
       }
       // Bindings go with their group: the delete always wins, and a binding
       // either was created before it (and went with the group) or found no group.
       expect(delGroup!.status, JSON.stringify(delGroup!.body)).toBe(200);
-      note(tally, "delete group", delGroup!.status);
       for (const res of [b1!, b2!]) {
         if (res.status === 200) expect((await call("GET", `/iam/v2beta1/roleBindings/${uidOf(res.body)}`)).status).toBe(404);
       }
       expect(await danglingBindings()).toBe(0);
     }
-    expect(tally.get("bind 200") ?? 0, JSON.stringify([...tally])).toBeGreaterThan(0);
-    expect(tally.get("bind 404") ?? 0, JSON.stringify([...tally])).toBeGreaterThan(0);
   });
 });
 

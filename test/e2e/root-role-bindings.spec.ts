@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { RootRoleBindingsService } from "../../gen/platform/iam/v2beta1/root_role_bindings_pb.js";
 import { findOrCreatePersonIdentity } from "../../src/auth/login/person-identity.js";
@@ -10,7 +10,8 @@ import { join } from "node:path";
 import { runCli } from "../support/cli-process.js";
 import { connectClient, restClient, type JsonObject, type Protocol } from "../support/clients.js";
 import { TIMESTAMP, bind, bootstrapIdentityUid, createGroup, createIdentity, createRole, expectInvalid, ok, restDetail, uidOf } from "../support/rest-iam.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import type { TestServer } from "../support/server.js";
+import { sharedServer } from "../support/shared-server.js";
 
 // Role bindings at the root (README: "Platform administrators"): the same
 // hydrated RoleBinding as a group's, without a group, for root capability
@@ -23,11 +24,8 @@ let admin: ReturnType<typeof restClient>;
 let counter = 0;
 
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await sharedServer();
   admin = restClient(server.url, server.token);
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
 /** A person as browser sign-in makes them (a root-level identity), and a token of theirs. */

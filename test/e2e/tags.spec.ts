@@ -1,14 +1,15 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import grpc from "@grpc/grpc-js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { TagsService } from "../../gen/platform/registry/v2beta1/tags_pb.js";
 import { connectClient, grpcStatusDetails, restClient, type JsonObject, type Protocol, type RestResponse } from "../support/clients.js";
 import { grpcSuite } from "../support/grpc-suite.js";
 import { connectFailure } from "../support/connect-failure.js";
 import { expectInvalid, ok as okBody, restDetail } from "../support/rest-iam.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import type { TestServer } from "../support/server.js";
+import { sharedServer } from "../support/shared-server.js";
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const TAG_NAME_RULE = "must match the pattern ^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$";
@@ -19,11 +20,8 @@ let server: TestServer;
 let call: ReturnType<typeof restClient>;
 
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await sharedServer();
   call = restClient(server.url, server.token);
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
 const ok = (method: string, path: string, body?: unknown) => okBody(call(method, path, body));

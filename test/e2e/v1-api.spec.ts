@@ -1,10 +1,11 @@
 import { sql } from "drizzle-orm";
 import grpc from "@grpc/grpc-js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { grpcStatusDetails, restClient, type JsonObject, type JsonValue } from "../support/clients.js";
 import { grpcSuite } from "../support/grpc-suite.js";
 import { TIMESTAMP, bind, createGroup, createIdentity, expectInvalid, expectPrecondition, ok, restDetail, uidOf } from "../support/rest-iam.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import type { TestServer } from "../support/server.js";
+import { sharedServer } from "../support/shared-server.js";
 
 // The v1 API (docs/design.md, "v1 beside v2") beside v2: the same records in the v1 shape.
 
@@ -16,11 +17,8 @@ let server: TestServer;
 let call: ReturnType<typeof restClient>;
 
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await sharedServer();
   call = restClient(server.url, server.token);
-});
-afterAll(async () => {
-  await server?.stop();
 });
 
 const get = (path: string) => ok(call("GET", path));

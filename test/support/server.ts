@@ -24,15 +24,17 @@ export interface TestServer {
  * Starts the real server on a free loopback port with its own fresh store:
  * PGlite in a temporary directory, or a new PostgreSQL database when
  * DATABASE_URL is set. stop() drops everything it made. Its log goes to
- * `opts.logger` (silent by default).
+ * `opts.logger` (silent by default). `opts.storePrefix` starts the names of
+ * the directory and the database, so that a global teardown can find them
+ * when nobody calls stop() (test/support/shared-server.ts).
  */
 export async function startTestServer(
   env: Record<string, string> = {},
-  opts: { logger?: Logger; adminTokenCheckMs?: number } = {},
+  opts: { logger?: Logger; adminTokenCheckMs?: number; storePrefix?: string } = {},
 ): Promise<TestServer> {
-  const dataDir = await mkdtemp(join(tmpdir(), "platform-test-"));
+  const dataDir = await mkdtemp(join(tmpdir(), opts.storePrefix ? `${opts.storePrefix}_` : "platform-test-"));
   const adminUrl = postgresAdminUrl();
-  const fresh = adminUrl ? await createFreshDatabase(adminUrl) : undefined;
+  const fresh = adminUrl ? await createFreshDatabase(adminUrl, opts.storePrefix) : undefined;
   const clock = new TestClock();
   const config: Config = loadConfig({
     PORT: "0",

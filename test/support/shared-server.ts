@@ -1,0 +1,40 @@
+import { SHARED_STORE_PREFIX_VARIABLE } from "./shared-server-setup.js";
+import { startTestServer, type TestServer } from "./server.js";
+
+// One default-config server per test worker, for the e2e files that need
+// nothing else (every test makes its own organization, so they do not meet).
+// vitest.config.ts runs the files that import this module in the "e2e-shared"
+// project, on worker threads without isolation, so this module and its server
+// outlive each file. Nobody stops it: the worker's end does, and the global
+// setup (shared-server-setup.ts) removes its directory and database.
+
+/** Renew the admin token when it has less than this left on the server's clock. */
+const TOKEN_MARGIN_MS = 15 * 60 * 1000;
+
+let starting: Promise<TestServer> | undefined;
+
+async function start(): Promise<TestServer> {
+  const storePrefix = process.env[SHARED_STORE_PREFIX_VARIABLE];
+  if (!storePrefix) throw new Error(`sharedServer() needs the global setup of vitest.config.ts (${SHARED_STORE_PREFIX_VARIABLE} is not set)`);
+  const server = await startTestServer({}, { storePrefix });
+  server.stop = () => Promise.reject(new Error("the shared server is not stopped by a test file: its worker's end stops it"));
+  return server;
+}
+
+function tokenExpiryMs(token: string): number {
+  const payload = JSON.parse(Buffer.from(token.split(".")[1] ?? "", "base64url").toString()) as { exp?: number };
+  return (payload.exp ?? 0) * 1000;
+}
+
+/** This worker's shared server, started on first use, with an admin token valid for a while on its clock. */
+export async function sharedServer(): Promise<TestServer> {
+  // A failed start is not kept, so the next file tries again rather than failing on the same error.
+  starting ??= start().catch((error: unknown) => {
+    starting = undefined;
+    throw error;
+  });
+  const server = await starting;
+  // The clock only moves forward, and an earlier file may have moved it past the token's expiry.
+  if (tokenExpiryMs(server.token) - server.clock.now().getTime() < TOKEN_MARGIN_MS) await server.renewToken();
+  return server;
+}
