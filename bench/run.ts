@@ -147,11 +147,18 @@ async function measureService(svc: Service, scope: string, pool: string[], uidsF
 
   const rss = new RssSampler(svc.pid);
   rss.start();
+  // Which run sets the peak: VmRSS now and VmHWM so far, after each one.
+  const memAfter = (what: string): void => {
+    const m = readMemory(svc.pid);
+    if (m) log(`    memory after ${what}: VmRSS ${m.rssMiB.toFixed(0)} MiB, VmHWM ${m.hwmMiB.toFixed(0)} MiB`);
+  };
+  memAfter("warm-up requests");
   const conns = `${CONNECTIONS} conns`;
   out.rest = await httpLoad(
     reads(`${svc.base}/iam/v2beta1/groups/${sample}`, { headers: svc.headers, serverPid: svc.pid, next: () => ({ path: `/iam/v2beta1/groups/${pick(pool)}` }) }),
   );
   log(describe(`${tag} GetGroup, REST (random uid)`, out.rest, conns));
+  memAfter("GetGroup REST");
   out.connect = await httpLoad(
     reads(`${svc.base}/platform.iam.v2beta1.GroupsService/GetGroup`, {
       method: "POST",
@@ -162,13 +169,16 @@ async function measureService(svc: Service, scope: string, pool: string[], uidsF
     }),
   );
   log(describe(`${tag} GetGroup, Connect JSON (HTTP/1.1)`, out.connect, conns));
+  memAfter("GetGroup Connect");
   out.grpc = await runGrpcLoad(
     { origin: svc.base, authorization: svc.headers["authorization"], uidsFile, streams: GRPC_STREAMS, sessions: 1, warmupSeconds: WARMUP_SECONDS, seconds: SECONDS },
     svc.pid,
   );
   log(describe(`${tag} GetGroup, gRPC (HTTP/2)`, out.grpc, `${GRPC_STREAMS} streams, 1 session`));
+  memAfter("GetGroup gRPC");
   out.list = await httpLoad(reads(`${svc.base}/iam/v2beta1/groups?uidp.children_of=${scope}&page_size=50`, { headers: svc.headers, serverPid: svc.pid }));
   log(describe(`${tag} ListGroups page 50 + totalCount, REST`, out.list, conns));
+  memAfter("ListGroups page 50 + totalCount");
   let n = 0;
   const run = randomBytes(3).toString("hex");
   out.create = await httpLoad({
@@ -183,6 +193,7 @@ async function measureService(svc: Service, scope: string, pool: string[], uidsF
     serverPid: svc.pid,
   });
   log(describe(`${tag} CreateGroup, REST (unique names)`, out.create, `${CREATE_CLIENTS} clients`));
+  memAfter("CreateGroup");
   rss.stop();
   const mem = readMemory(svc.pid);
   out.rssMaxMiB = Math.max(rss.maxMiB, mem?.rssMiB ?? 0);
