@@ -45,6 +45,8 @@ export type RestInvoke = (
   url: string,
   clientGone: ClientGone,
   values: ContextValues | undefined,
+  /** The context's protocolName: "rest", or "connect" for Connect unary calls served directly. */
+  protocolName?: string,
 ) => Promise<Message>;
 
 /**

@@ -179,6 +179,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     onError: (e) => log.error({ err: e }, "RPC handler failed"),
     contextValues: (req) => accessLog.contextValues(req),
     renderJson: (schema, message) => JSON.stringify(jsonRenderer.render(schema, message)),
+    direct: pipeline.call,
   });
   // Browser origins (docs/security.md, "Browser origins (CORS)"): the API only, never sign-in or ops routes.
   const cors = corsHandler({

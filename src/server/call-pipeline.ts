@@ -111,9 +111,10 @@ export class CallPipeline {
 
   /**
    * Calls a unary method's implementation directly with a message already
-   * bound (REST): no second router, no serialisation round trip.
+   * bound (REST, and Connect JSON unary calls): no second router, no
+   * serialisation round trip.
    */
-  readonly call: RestInvoke = async (method, message, header, requestMethod, url, clientGone, values = createContextValues()) => {
+  readonly call: RestInvoke = async (method, message, header, requestMethod, url, clientGone, values = createContextValues(), protocolName = "rest") => {
     const fn = this.unary.get(method);
     const service = method.parent;
     const result = await this.run({ service, method, message, header, values }, async () => {
@@ -130,7 +131,7 @@ export class CallPipeline {
         requestHeader: header,
         responseHeader: new Headers(),
         responseTrailer: new Headers(),
-        protocolName: "rest",
+        protocolName,
         values,
         url,
       };

@@ -1,10 +1,13 @@
 import type http from "node:http";
 import { brotliCompressSync, gzipSync } from "node:zlib";
-import type { DescMessage, Message } from "@bufbuild/protobuf";
+import type { DescMessage, DescMethod, DescMethodUnary, Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, createConnectRouter, createContextValues, type ConnectRouter, type ConnectRouterOptions, type ContextValues } from "@connectrpc/connect";
-import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { createMethodSerializationLookup, type MethodSerializationLookup, type UniversalHandler, type UniversalServerRequest, type UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { compressionBrotli, compressionGzip, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { clip } from "../errors/index.js";
+import { ClientGone, type RestInvoke } from "../rest/index.js";
+import { readBody } from "../rest/body.js";
 import { answerKey, type AnswerSlot } from "./call-pipeline.js";
 import type { NodeRequest as Req, NodeResponse as Res } from "./http-types.js";
 
@@ -22,6 +25,13 @@ export interface RpcHandlerOptions extends ConnectRouterOptions {
    * rendered with it, so both JSON protocols show a message the same way.
    */
   renderJson?: (schema: DescMessage, message: Message) => string;
+  /**
+   * Calls a unary implementation behind the call pipeline with a message
+   * already decoded (the REST entry point's invoke). With it and renderJson,
+   * plain Connect JSON unary calls skip connect-es's handler (see
+   * serveConnectJson).
+   */
+  direct?: RestInvoke;
 }
 
 // The gRPC and gRPC-Web JSON codecs are not offered: JSON callers use the
@@ -46,6 +56,11 @@ export function rpcHandler(opts: RpcHandlerOptions): (req: Req, res: Res) => voi
   opts.routes(router);
   const paths = new Map<string, UniversalHandler>();
   for (const handler of router.handlers) paths.set(handler.requestPath, handler);
+  const readMaxBytes = opts.readMaxBytes ?? DEFAULT_READ_MAX_BYTES;
+  const serializations = new Map<DescMethod, MethodSerializationLookup<DescMessage, DescMessage>>();
+  for (const handler of router.handlers) {
+    serializations.set(handler.method, createMethodSerializationLookup(handler.method, opts.binaryOptions, opts.jsonOptions, { readMaxBytes, writeMaxBytes: opts.writeMaxBytes ?? DEFAULT_READ_MAX_BYTES }));
+  }
 
   return (req, res) => {
     const url = req.url ?? "";
@@ -55,6 +70,9 @@ export function rpcHandler(opts: RpcHandlerOptions): (req: Req, res: Res) => voi
     const contentType = String(req.headers["content-type"] ?? "");
     if (GRPC_JSON.test(contentType)) {
       return trailersOnly(res, contentType, Code.InvalidArgument, "the JSON codec is not served over gRPC or gRPC-Web: use application/grpc(+proto), or the Connect protocol or REST for JSON");
+    }
+    if (opts.direct && opts.renderJson && isPlainConnectJsonPost(req, handler.method, contentType, readMaxBytes)) {
+      return void serveConnectJson(req, res, handler.method as DescMethodUnary, url, { ...opts, direct: opts.direct, renderJson: opts.renderJson }, serializations);
     }
     // One answer message (unary and client-streaming methods): read whole and written at once.
     const single = handler.method.methodKind === "unary" || handler.method.methodKind === "client_streaming";
@@ -164,6 +182,82 @@ async function writeSingle(uRes: UniversalServerResponse, res: Res, contentType:
   if (res.writableEnded || res.destroyed) return;
   res.writeHead(status, header ? nodeHeaders(header) : undefined);
   if (uRes.trailer) res.addTrailers(nodeHeaders(uRes.trailer));
+  res.end(body);
+}
+
+// connect-es's default limit (0xffffffff), where the router is given none.
+const DEFAULT_READ_MAX_BYTES = 0xffffffff;
+const CONNECT_UNARY_JSON = /^application\/json(?:; ?charset=utf-?8)?$/i;
+
+/**
+ * A Connect unary POST of JSON that the direct path serves exactly as
+ * connect-es would: no request compression, no connect-timeout-ms (a
+ * deadline), a declared length within readMaxBytes. Anything else takes
+ * connect-es's handler, which owns those rules and their errors.
+ */
+function isPlainConnectJsonPost(req: Req, method: DescMethod, contentType: string, readMaxBytes: number): boolean {
+  if (method.methodKind !== "unary" || req.method !== "POST" || !CONNECT_UNARY_JSON.test(contentType)) return false;
+  const h = req.headers;
+  const encoding = h["content-encoding"];
+  if ((encoding !== undefined && encoding !== "identity") || h["connect-timeout-ms"] !== undefined) return false;
+  const length = h["content-length"];
+  return length !== undefined && /^\d+$/.test(length) && Number(length) <= readMaxBytes;
+}
+
+/**
+ * A plain Connect JSON unary call (docs/architecture.md, "One path per
+ * request"): decoded with connect-es's own serialization (same limits and
+ * errors), run through the same call pipeline as every other entry point,
+ * rendered as REST renders it, and errors written with connect-es's own
+ * error JSON and status mapping, without a handler context, linked abort
+ * signals or async iterables per call.
+ */
+async function serveConnectJson(
+  req: Req,
+  res: Res,
+  method: DescMethodUnary,
+  url: string,
+  opts: RpcHandlerOptions & { direct: RestInvoke; renderJson: (schema: DescMessage, message: Message) => string },
+  serializations: Map<DescMethod, MethodSerializationLookup<DescMessage, DescMessage>>,
+): Promise<void> {
+  const clientGone = new ClientGone();
+  const onClose = (): void => {
+    if (!res.writableEnded) clientGone.fire();
+  };
+  res.once("close", onClose);
+  const header: Record<string, string> = { "content-type": "application/json" };
+  let status = 200;
+  let body: Uint8Array;
+  try {
+    let bytes: Uint8Array;
+    try {
+      // Its declared length, already checked against readMaxBytes (isPlainConnectJsonPost).
+      bytes = await readBody(req, Number(req.headers["content-length"]));
+    } catch {
+      return; // the client went away mid-body
+    }
+    // Decoded before the pipeline, as connect-es does: an undecodable request is refused as it is.
+    const input = serializations.get(method)!.getI(false).parse(bytes);
+    const values = opts.contextValues?.(req) ?? createContextValues();
+    const output = await opts.direct(method, input, webHeaders(req.headers), "POST", url, clientGone, values, "connect");
+    body = Buffer.from(opts.renderJson(method.output, output));
+  } catch (e) {
+    const error = e instanceof ConnectError ? e : new ConnectError("internal error", Code.Internal, undefined, undefined, e);
+    status = codeToHttpStatus(error.code);
+    error.metadata.forEach((value, key) => void (header[key] = value));
+    header["content-type"] = "application/json";
+    body = errorToJsonBytes(error, {});
+  } finally {
+    res.off("close", onClose);
+  }
+  if (clientGone.gone || res.writableEnded || res.destroyed) return;
+  const encoding = body.byteLength >= COMPRESS_MIN_BYTES ? acceptedEncoding(req.headers["accept-encoding"]) : undefined;
+  if (encoding) {
+    body = encoding === "gzip" ? gzipSync(body) : brotliCompressSync(body);
+    header["content-encoding"] = encoding;
+  }
+  header["content-length"] = String(body.byteLength);
+  res.writeHead(status, header);
   res.end(body);
 }
 
