@@ -180,6 +180,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     contextValues: (req) => accessLog.contextValues(req),
     renderJson: (schema, message) => JSON.stringify(jsonRenderer.render(schema, message)),
     direct: pipeline.call,
+    directs: (method) => pipeline.canCall(method),
   });
   // Browser origins (docs/security.md, "Browser origins (CORS)"): the API only, never sign-in or ops routes.
   const cors = corsHandler({

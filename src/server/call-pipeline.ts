@@ -67,6 +67,11 @@ export class CallPipeline {
     }
   }
 
+  /** Whether `call` can run `method` (the API's unary methods, not health or reflection). */
+  canCall(method: DescMethod): boolean {
+    return this.unary.has(method);
+  }
+
   /** Runs `invoke` for `call` behind every check; anything thrown leaves as a ConnectError with ErrorInfo. */
   async run<T>(call: PipelineCall, invoke: () => Promise<T>): Promise<T> {
     const record = call.values.get(accessRecordKey);

@@ -2,8 +2,9 @@ import type http from "node:http";
 import { brotliCompressSync, gzipSync } from "node:zlib";
 import type { DescMessage, DescMethod, DescMethodUnary, Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, createConnectRouter, createContextValues, type ConnectRouter, type ConnectRouterOptions, type ContextValues } from "@connectrpc/connect";
-import { createMethodSerializationLookup, type MethodSerializationLookup, type UniversalHandler, type UniversalServerRequest, type UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { compressionNegotiate, createMethodSerializationLookup, type MethodSerializationLookup, type UniversalHandler, type UniversalServerRequest, type UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { compressionBrotli, compressionGzip, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { clip } from "../errors/index.js";
 import { ClientGone, type RestInvoke } from "../rest/index.js";
@@ -32,6 +33,8 @@ export interface RpcHandlerOptions extends ConnectRouterOptions {
    * serveConnectJson).
    */
   direct?: RestInvoke;
+  /** The methods `direct` can call (the API's; health and reflection are the router's own). */
+  directs?: (method: DescMethod) => boolean;
 }
 
 // The gRPC and gRPC-Web JSON codecs are not offered: JSON callers use the
@@ -71,9 +74,18 @@ export function rpcHandler(opts: RpcHandlerOptions): (req: Req, res: Res) => voi
     if (GRPC_JSON.test(contentType)) {
       return trailersOnly(res, contentType, Code.InvalidArgument, "the JSON codec is not served over gRPC or gRPC-Web: use application/grpc(+proto), or the Connect protocol or REST for JSON");
     }
-    if (opts.direct && opts.renderJson && isPlainConnectJsonPost(req, handler.method, contentType, readMaxBytes)) {
+    const direct = opts.direct && opts.directs?.(handler.method) === true;
+    if (direct && opts.direct && opts.renderJson && isPlainConnectJsonPost(req, handler.method, contentType, readMaxBytes)) {
       return void serveConnectJson(req, res, handler.method as DescMethodUnary, url, { ...opts, direct: opts.direct, renderJson: opts.renderJson }, serializations);
     }
+    if (direct && opts.direct && isPlainGrpcPost(req, handler.method, contentType)) {
+      return void serveGrpcUnary(req, res, handler, url, contentType, { ...opts, direct: opts.direct }, serializations, readMaxBytes, viaConnect);
+    }
+    viaConnect(req, res, handler, url, q, contentType);
+  };
+
+  /** The call through connect-es's handler; `body`, when given, replaces the request stream (bytes already read). */
+  function viaConnect(req: Req, res: Res, handler: UniversalHandler, url: string, q: number, contentType: string, body?: AsyncIterable<Uint8Array>): void {
     // One answer message (unary and client-streaming methods): read whole and written at once.
     const single = handler.method.methodKind === "unary" || handler.method.methodKind === "client_streaming";
     const values = opts.contextValues?.(req) ?? createContextValues();
@@ -82,7 +94,7 @@ export function rpcHandler(opts: RpcHandlerOptions): (req: Req, res: Res) => voi
       json = { slot: { message: undefined }, schema: handler.method.output, render: opts.renderJson, encoding: acceptedEncoding(req.headers["accept-encoding"]) };
       values.set(answerKey, json.slot);
     }
-    handler(universalRequest(req, res, values))
+    handler(universalRequest(req, res, values, body))
       .then((uRes) => {
         if (single) return writeSingle(uRes, res, contentType, json);
         return universalResponseToNodeResponse(decodingErrorsAsInvalid(uRes, contentType), res);
@@ -97,7 +109,7 @@ export function rpcHandler(opts: RpcHandlerOptions): (req: Req, res: Res) => voi
           res.destroy();
         }
       });
-  };
+  }
 }
 
 /**
@@ -108,7 +120,7 @@ export function rpcHandler(opts: RpcHandlerOptions): (req: Req, res: Res) => voi
  * signal aborted without one makes a DOMException and captures its stack),
  * and the body is the request stream itself, not a generator around it.
  */
-function universalRequest(req: Req, res: Res, contextValues: ContextValues | undefined): UniversalServerRequest {
+function universalRequest(req: Req, res: Res, contextValues: ContextValues | undefined, body?: AsyncIterable<Uint8Array>): UniversalServerRequest {
   const controller = new AbortController();
   res.once("close", () => {
     if (!res.writableEnded) controller.abort(new ConnectError("the client went away before the answer was complete", Code.Canceled));
@@ -121,7 +133,7 @@ function universalRequest(req: Req, res: Res, contextValues: ContextValues | und
     method: req.method ?? "",
     url: `${encrypted ? "https" : "http"}://${authority}${req.url ?? ""}`,
     header: webHeaders(req.headers),
-    body: req as AsyncIterable<Uint8Array>,
+    body: body ?? (req as AsyncIterable<Uint8Array>),
     signal: controller.signal,
     contextValues,
   };
@@ -259,6 +271,129 @@ async function serveConnectJson(
   header["content-length"] = String(body.byteLength);
   res.writeHead(status, header);
   res.end(body);
+}
+
+const GRPC_PROTO = /^application\/grpc(?:\+proto)?$/i;
+const ACCEPT_COMPRESSION = [compressionGzip, compressionBrotli];
+
+/** A gRPC (HTTP/2, binary) unary POST without a deadline or request compression: a candidate for the direct path. */
+function isPlainGrpcPost(req: Req, method: DescMethod, contentType: string): boolean {
+  if (method.methodKind !== "unary" || req.method !== "POST" || req.httpVersionMajor !== 2 || !GRPC_PROTO.test(contentType)) return false;
+  const encoding = req.headers["grpc-encoding"];
+  return (encoding === undefined || encoding === "identity") && req.headers["grpc-timeout"] === undefined;
+}
+
+/** The whole body, or, past `cap` bytes, what was read followed by the rest of the stream (left for connect-es). */
+function readUpTo(req: Req, cap: number): Promise<{ whole: Buffer } | { partial: AsyncIterable<Uint8Array> } | undefined> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = (): void => {
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", onGone);
+      req.off("close", onGone);
+    };
+    const onData = (chunk: Buffer): void => {
+      chunks.push(chunk);
+      size += chunk.byteLength;
+      if (size <= cap) return;
+      done();
+      req.pause();
+      resolve({
+        partial: (async function* () {
+          yield* chunks;
+          yield* req as AsyncIterable<Uint8Array>;
+        })(),
+      });
+    };
+    const onEnd = (): void => {
+      done();
+      resolve({ whole: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) });
+    };
+    const onGone = (): void => {
+      done();
+      resolve(undefined);
+    };
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("error", onGone);
+    req.on("close", onGone);
+  });
+}
+
+/**
+ * A plain gRPC unary call (docs/architecture.md, "One path per request"):
+ * one uncompressed envelope, decoded with connect-es's serialization, run
+ * through the call pipeline, answered with the headers, envelope and
+ * trailers connect-es would write (its compression negotiation and trailer
+ * status, then the same rewrites as writeSingle). A body that is anything
+ * else (several or compressed envelopes, more than readMaxBytes) goes to
+ * connect-es's handler with the bytes already read, so its rules and errors
+ * stay the only ones.
+ */
+async function serveGrpcUnary(
+  req: Req,
+  res: Res,
+  handler: UniversalHandler,
+  url: string,
+  contentType: string,
+  opts: RpcHandlerOptions & { direct: RestInvoke },
+  serializations: Map<DescMethod, MethodSerializationLookup<DescMessage, DescMessage>>,
+  readMaxBytes: number,
+  viaConnect: (req: Req, res: Res, handler: UniversalHandler, url: string, q: number, contentType: string, body?: AsyncIterable<Uint8Array>) => void,
+): Promise<void> {
+  const read = await readUpTo(req, readMaxBytes + 5);
+  if (!read) return; // the client went away mid-body
+  const q = url.indexOf("?");
+  if ("partial" in read) return viaConnect(req, res, handler, url, q, contentType, read.partial);
+  const bytes = read.whole;
+  if (bytes.byteLength < 5 || bytes[0] !== 0 || bytes.readUInt32BE(1) !== bytes.byteLength - 5) {
+    return viaConnect(req, res, handler, url, q, contentType, (async function* () {
+      yield bytes;
+    })());
+  }
+  const method = handler.method as DescMethodUnary;
+  const compression = compressionNegotiate(ACCEPT_COMPRESSION, null, headerValue(req.headers["grpc-accept-encoding"]), "grpc-accept-encoding");
+  const header = new Headers({ "content-type": "application/grpc+proto" });
+  if (compression.response) header.set("grpc-encoding", compression.response.name);
+  const trailer = new Headers({ "grpc-status": "0" });
+  const clientGone = new ClientGone();
+  const onClose = (): void => {
+    if (!res.writableEnded) clientGone.fire();
+  };
+  res.once("close", onClose);
+  let body: Uint8Array = new Uint8Array(0);
+  try {
+    const serialization = serializations.get(method)!;
+    // Decoded before the pipeline, as connect-es does.
+    const input = serialization.getI(true).parse(bytes.subarray(5));
+    const values = opts.contextValues?.(req) ?? createContextValues();
+    const output = await opts.direct(method, input, webHeaders(req.headers), "POST", url, clientGone, values, "grpc");
+    let message = serialization.getO(true).serialize(output);
+    let flag = 0;
+    if (compression.response && message.byteLength >= COMPRESS_MIN_BYTES) {
+      message = await compression.response.compress(message);
+      flag = 1;
+    }
+    body = Buffer.alloc(5 + message.byteLength);
+    body[0] = flag;
+    (body as Buffer).writeUInt32BE(message.byteLength, 1);
+    (body as Buffer).set(message, 5);
+  } catch (e) {
+    setTrailerStatus(trailer, e instanceof ConnectError ? e : new ConnectError("internal error", Code.Internal, undefined, undefined, e));
+  } finally {
+    res.off("close", onClose);
+  }
+  if (clientGone.gone || res.writableEnded || res.destroyed) return;
+  rewriteGrpcStatus(trailer);
+  res.writeHead(200, nodeHeaders(header));
+  res.addTrailers(nodeHeaders(trailer));
+  res.end(body);
+}
+
+function headerValue(v: string | string[] | undefined): string | null {
+  return v === undefined ? null : Array.isArray(v) ? v.join(",") : v;
 }
 
 /** A Connect unary call whose answer is JSON, and where its message will be found. */
