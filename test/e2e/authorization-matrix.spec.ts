@@ -1,4 +1,4 @@
-import type { DescMessage } from "@bufbuild/protobuf";
+import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
 import { Code, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -7,6 +7,7 @@ import { Authorization_Scope, type Authorization } from "../../gen/platform/comm
 import { BUILT_IN_ROLES } from "../../src/authz/index.js";
 import {
   apiMethods,
+  fillTemplate,
   isUnary,
   listResults,
   requestFromJson,
@@ -93,6 +94,8 @@ interface Org {
   caller: CallerRole;
   /** Fresh resources, for Deletes (and identities to bind). */
   fresh: Record<Kind, () => Promise<string>>;
+  /** Resources of the services the generic kind covers, one each, by service name. */
+  generic: Map<string, string>;
 }
 
 type Kind = "group" | "identity" | "role" | "binding" | "rootBinding" | "idp" | "association" | "invite" | "repo" | "tag" | "advisory";
@@ -121,6 +124,8 @@ async function makeOrg(label: string, caller: RoleUnderTest): Promise<Org> {
     rootBinding: async () => rootBindingUid,
   };
   const repo = await post(`/registry/v2beta1/repos/${org}`, { name: "app" });
+  const generic = new Map<string, string>();
+  for (const service of GENERIC_SERVICES) generic.set(service.name, await createGeneric(service, org));
   await post(`/iam/v2beta1/accountAssociations/${org}`, { name: "accounts", amazon: { account: "123456789012" } });
   const identity = await fresh.identity();
   return {
@@ -135,6 +140,7 @@ async function makeOrg(label: string, caller: RoleUnderTest): Promise<Org> {
     tag: await fresh.tag(),
     caller: role,
     fresh,
+    generic,
   };
 }
 
@@ -263,12 +269,46 @@ const OVERRIDES: Record<string, (o: Org) => Promise<JsonObject>> = {
 
 const VERB = /^(List|Get|Create|Update|Delete)[A-Z]/;
 
+/**
+ * A resource with no kind above (a new one) is covered when it has the usual
+ * shape: Create takes a group as `parent` and the resource, which has a
+ * `name`. One is made per organization with just a name; a resource that
+ * needs more fails here, and then wants a kind of its own.
+ */
+function genericCreate(service: DescService): { method: DescMethod; template: string } | undefined {
+  const method = service.methods.find((m) => m.name.startsWith("Create"));
+  const binding = method && apiMethods().find((a) => a.method === method)?.rest[0];
+  if (!method || !binding || !method.input.fields.some((f) => f.name === "parent")) return undefined;
+  const body = method.input.fields.find((f) => f.fieldKind === "message" && f.message === method.output);
+  if (!body || !body.message!.fields.some((f) => f.name === "name")) return undefined;
+  return { method, template: binding.template };
+}
+
+const GENERIC_SERVICES: DescService[] = [...new Set(apiMethods().map((m) => m.service))].filter(
+  (s) => !KIND_OF_SERVICE[s.name] && genericCreate(s) !== undefined,
+);
+
+async function createGeneric(service: DescService, parent: string): Promise<string> {
+  const { template } = genericCreate(service)!;
+  return post(fillTemplate(template, () => parent), { name: `generic-${n()}` });
+}
+
+function genericKind(service: DescService): KindSpec & { fresh(o: Org): Promise<string> } {
+  return {
+    existing: (o) => o.generic.get(service.name)!,
+    parent: (o) => o.uid,
+    create: async () => ({ name: `generic-${n()}` }),
+    update: () => ({ name: `renamed-${n()}` }),
+    fresh: (o) => createGeneric(service, o.uid),
+  };
+}
+
 /** Why a method has no case builder, or undefined when it has one. */
 function missingBuilder(m: ApiMethod): string | undefined {
   if (!isUnary(m.method)) return `${m.key}: ${m.method.methodKind} methods have no case builder`;
   if (!m.authorization) return `${m.key}: no authorization declaration`;
   if (OVERRIDES[m.key]) return undefined;
-  if (!KIND_OF_SERVICE[m.service.name]) return `${m.key}: no resource kind for service ${m.service.name}`;
+  if (!KIND_OF_SERVICE[m.service.name] && !GENERIC_SERVICES.includes(m.service)) return `${m.key}: no resource kind for service ${m.service.name}`;
   if (!VERB.test(m.method.name)) return `${m.key}: no case builder for this verb`;
   return undefined;
 }
@@ -293,8 +333,9 @@ async function buildRequest(m: ApiMethod, o: Org): Promise<JsonObject> {
   if (why) throw new Error(why);
   const override = OVERRIDES[m.key];
   if (override) return override(o);
-  const kind = KIND_OF_SERVICE[m.service.name]!;
-  const spec = KINDS[kind];
+  const kind = KIND_OF_SERVICE[m.service.name];
+  const generic = kind ? undefined : genericKind(m.service);
+  const spec = kind ? KINDS[kind] : generic!;
   const decl = m.authorization!;
   const input = m.method.input;
   const v1 = m.service.typeName.includes(".v1.");
@@ -306,7 +347,7 @@ async function buildRequest(m: ApiMethod, o: Org): Promise<JsonObject> {
     case "Get":
       return setPath(input, {}, resourceField, spec.existing(o));
     case "Delete":
-      return setPath(input, {}, resourceField, await o.fresh[kind]());
+      return setPath(input, {}, resourceField, kind ? await o.fresh[kind]() : await generic!.fresh(o));
     case "Create": {
       const body = input.fields.find((f) => f.fieldKind === "message" && f.name !== "update_mask");
       if (!body) throw new Error(`${m.key}: no resource field in ${input.typeName}`);

@@ -132,7 +132,9 @@ describe("deriveResourceSpec of the API's services", () => {
 
   it("every override applies to what the derivation gives (none is stale)", () => {
     for (const service of RESOURCE_SERVICES) expect(() => resourceSpec(service), service.typeName).not.toThrow();
-    expect(Object.keys(OVERRIDES).sort()).toEqual(RESOURCE_SERVICES.map((s) => s.typeName).sort());
+    // Every override belongs to a resource service; a service needs none (a new one gets the derived commands).
+    const services = new Set(RESOURCE_SERVICES.map((s) => s.typeName));
+    for (const name of Object.keys(OVERRIDES)) expect(services.has(name), name).toBe(true);
   });
 
   it("an override naming a field or filter the protos do not give is an error", () => {
