@@ -5,44 +5,23 @@ import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createFreshDatabase, postgresAdminUrl, type FreshDatabase } from "../../test/support/database.js";
 import { BadRequestSchema, ResourceInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { GroupSchema, type Group } from "../../gen/platform/iam/v2beta1/groups_pb.js";
+import { GroupSchema } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { isForeignKeyViolation, newChildUid, newRootUid, openDatabase, schema, type DatabaseHandle } from "../db/index.js";
-import { invalidArgument } from "../errors/index.js";
-import { ResourceStore, type ResourceMapping } from "./resource-store.js";
+import { groupResource } from "./iam/groups.js";
+import { ResourceStore } from "./resource-store.js";
 import { toTimestamp } from "./timestamps.js";
 
 // ResourceStore (docs/design.md, "Writes") against a real database: in-memory PGlite, or a
-// fresh PostgreSQL database when DATABASE_URL is set. The mapping is a group mapping of the
-// shape the groups service uses, kept here so these tests exercise the store, not one
-// service's rules.
+// fresh PostgreSQL database when DATABASE_URL is set.
 
 const T0 = new Date("2030-01-01T00:00:00.000Z");
 let now = T0;
 const clock = () => now;
 const later = (ms: number) => new Date(T0.getTime() + ms);
 
-const groupMapping: ResourceMapping<typeof schema.groups, typeof GroupSchema> = {
-  kind: "group",
-  table: schema.groups,
-  uid: schema.groups.uid,
-  schema: GroupSchema,
-  toMessage: (row) =>
-    create(GroupSchema, {
-      uid: row.uid,
-      name: row.name,
-      description: row.description,
-      resourceLimits: row.resourceLimits,
-      verified: row.verified,
-      createTime: toTimestamp(row.createTime),
-      updateTime: toTimestamp(row.updateTime),
-    }),
-  validate: (g: Group) => {
-    if (!/^[a-z0-9 ._-]+$/.test(g.name)) throw invalidArgument("name", "must match the pattern ^[a-z0-9 ._-]{1,}$");
-  },
-  toColumns: (g) => ({ name: g.name, description: g.description, resourceLimits: g.resourceLimits }),
-  duplicate: (g) => `a sibling group named "${g.name}" already exists`,
-  missingReference: "group",
-};
+// The groups service's own definition: the store's rules are what these tests exercise,
+// through a real mapping (its beforeDelete is not used: delete takes its own hook here).
+const groupMapping = groupResource;
 
 let handle: DatabaseHandle;
 let fresh: FreshDatabase | undefined;
