@@ -76,10 +76,10 @@ export function rpcHandler(opts: RpcHandlerOptions): (req: Req, res: Res) => voi
     }
     const direct = opts.direct && opts.directs?.(handler.method) === true;
     if (direct && opts.direct && opts.renderJson && isPlainConnectJsonPost(req, handler.method, contentType, readMaxBytes)) {
-      return void serveConnectJson(req, res, handler.method as DescMethodUnary, url, { ...opts, direct: opts.direct, renderJson: opts.renderJson }, serializations);
+      return void serveConnectJson(req, res, handler.method as DescMethodUnary, url, { ...opts, direct: opts.direct, renderJson: opts.renderJson }, serializations).catch(failed(res));
     }
     if (direct && opts.direct && isPlainGrpcPost(req, handler.method, contentType)) {
-      return void serveGrpcUnary(req, res, handler, url, contentType, { ...opts, direct: opts.direct }, serializations, readMaxBytes, viaConnect);
+      return void serveGrpcUnary(req, res, handler, url, contentType, { ...opts, direct: opts.direct }, serializations, readMaxBytes, viaConnect).catch(failed(res));
     }
     viaConnect(req, res, handler, url, q, contentType);
   };
@@ -99,16 +99,21 @@ export function rpcHandler(opts: RpcHandlerOptions): (req: Req, res: Res) => voi
         if (single) return writeSingle(uRes, res, contentType, json);
         return universalResponseToNodeResponse(decodingErrorsAsInvalid(uRes, contentType), res);
       })
-      .catch((reason: unknown) => {
-        if (ConnectError.from(reason).code === Code.Aborted) return;
-        opts.onError(reason);
-        if (!res.headersSent) {
-          res.statusCode = 500;
-          res.end();
-        } else {
-          res.destroy();
-        }
-      });
+      .catch(failed(res));
+  }
+
+  /** A handler that failed outside its own error handling: one response ends, not the process. */
+  function failed(res: Res): (reason: unknown) => void {
+    return (reason) => {
+      if (ConnectError.from(reason).code === Code.Aborted) return;
+      opts.onError(reason);
+      if (!res.headersSent) {
+        res.statusCode = 500;
+        res.end();
+      } else {
+        res.destroy();
+      }
+    };
   }
 }
 
