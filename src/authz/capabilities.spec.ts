@@ -1,7 +1,6 @@
-import { readdirSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import type { DescService } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
+import { servicesInGen } from "../../test/support/generated-services.js";
 import { API_SERVICE_DESCRIPTORS, DECLARED_CAPABILITIES } from "../../gen/api-index.js";
 import { declaredAuthorization } from "./authorizer.js";
 import { BUILT_IN_ROLES, CAPABILITIES, UNDECLARED, byCatalogOrder, isCapability } from "./capabilities.js";
@@ -24,20 +23,7 @@ const HAND_WRITTEN = [
   "advisories.list", "advisories.create", "advisories.update", "advisories.delete",
 ];
 
-const GEN = fileURLToPath(new URL("../../gen/platform/", import.meta.url));
 
-/** Every service exported by a generated gen/platform/**\/*_pb.ts, found without the index. */
-async function servicesInGen(): Promise<DescService[]> {
-  const files = readdirSync(GEN, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith("_pb.ts")).sort();
-  const services: DescService[] = [];
-  for (const file of files) {
-    const mod = (await import(`${GEN}${file}`)) as Record<string, unknown>;
-    for (const value of Object.values(mod)) {
-      if ((value as { kind?: unknown } | null)?.kind === "service") services.push(value as DescService);
-    }
-  }
-  return services;
-}
 
 const names = (services: readonly DescService[]) => services.map((s) => s.typeName).sort();
 

@@ -1,9 +1,7 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { eq, sql } from "drizzle-orm";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createFreshDatabase, postgresAdminUrl, type FreshDatabase } from "../../test/support/database.js";
+import { describe, expect, it } from "vitest";
+import { freshStorePerTest } from "../../test/support/fresh-store.js";
 import { BUILT_IN_ROLES } from "../authz/capabilities.js";
 import { openDatabase, queryRows, type Database, type DatabaseHandle } from "./client.js";
 import * as schema from "./schema.js";
@@ -15,22 +13,11 @@ import { newChildUid, newRootBindingUid, newRootUid } from "./uid.js";
 
 const T0 = new Date("2030-01-01T00:00:00.000Z");
 
-let dataDir: string;
-let fresh: FreshDatabase | undefined;
-
-beforeEach(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), "platform-built-in-roles-"));
-  const admin = postgresAdminUrl();
-  fresh = admin ? await createFreshDatabase(admin) : undefined;
-});
-afterEach(async () => {
-  await fresh?.drop();
-  await rm(dataDir, { recursive: true, force: true });
-});
+const store = freshStorePerTest("platform-built-in-roles");
 
 /** Opens the store (a start), runs `body` and closes it again. */
 async function start<T>(body: (handle: DatabaseHandle) => Promise<T>): Promise<T> {
-  const handle = await openDatabase({ pgliteDir: join(dataDir, "pglite"), ...(fresh ? { databaseUrl: fresh.url } : {}) });
+  const handle = await openDatabase({ pgliteDir: join(store.dir, "pglite"), ...(store.databaseUrl ? { databaseUrl: store.databaseUrl } : {}) });
   try {
     return await body(handle);
   } finally {

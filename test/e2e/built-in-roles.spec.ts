@@ -1,15 +1,13 @@
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { pino } from "pino";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { BUILT_IN_ROLES } from "../../src/authz/index.js";
 import { newRootBindingUid, openDatabase, schema } from "../../src/db/index.js";
 import { startApp } from "../../src/server/app.js";
 import { loadConfig } from "../../src/server/config.js";
 import { restClient, type JsonObject } from "../support/clients.js";
-import { createFreshDatabase, postgresAdminUrl, type FreshDatabase } from "../support/database.js";
+import { freshStorePerTest } from "../support/fresh-store.js";
 import { ok } from "../support/rest-iam.js";
 
 // The server writes the built-in roles from the catalogue at start and says so in its log
@@ -19,24 +17,13 @@ import { ok } from "../support/rest-iam.js";
 const T0 = new Date("2030-01-01T00:00:00.000Z");
 const MESSAGES = ["built-in roles written from the catalogue", "built-in roles no longer in the catalogue are kept while bindings, invites or identity providers still use them"];
 
-let dataDir: string;
-let fresh: FreshDatabase | undefined;
-
-beforeEach(async () => {
-  dataDir = await mkdtemp(join(tmpdir(), "platform-built-in-roles-"));
-  const admin = postgresAdminUrl();
-  fresh = admin ? await createFreshDatabase(admin) : undefined;
-});
-afterEach(async () => {
-  await fresh?.drop();
-  await rm(dataDir, { recursive: true, force: true });
-});
+const store = freshStorePerTest("platform-built-in-roles");
 
 /** Starts the server on the test's store, runs `body`, stops it; returns what it logged about built-in roles. */
 async function run(body: (url: string, token: string) => Promise<void> = async () => {}): Promise<JsonObject[]> {
   const lines: JsonObject[] = [];
   const logger = pino({ level: "info" }, { write: (line: string) => void lines.push(JSON.parse(line) as JsonObject) });
-  const config = loadConfig({ PORT: "0", HOST: "127.0.0.1", PLATFORM_DATA_DIR: dataDir, ...(fresh ? { DATABASE_URL: fresh.url } : {}) });
+  const config = loadConfig({ PORT: "0", HOST: "127.0.0.1", PLATFORM_DATA_DIR: store.dir, ...(store.databaseUrl ? { DATABASE_URL: store.databaseUrl } : {}) });
   const app = await startApp(config, { logger });
   try {
     await body(`http://127.0.0.1:${app.port}`, app.adminToken?.token ?? "");
@@ -53,7 +40,7 @@ describe("built-in roles at server start", () => {
     expect((first[0]?.["written"] as string[]).sort()).toEqual(BUILT_IN_ROLES.map((r) => r.uid).sort());
 
     // Between runs: viewer edited by hand, and a built-in the catalogue does not have, still bound.
-    const handle = await openDatabase({ pgliteDir: join(dataDir, "pglite"), ...(fresh ? { databaseUrl: fresh.url } : {}) });
+    const handle = await openDatabase({ pgliteDir: join(store.dir, "pglite"), ...(store.databaseUrl ? { databaseUrl: store.databaseUrl } : {}) });
     try {
       const db = handle.db;
       await db.update(schema.roles).set({ capabilities: ["repo.list"] }).where(eq(schema.roles.uid, "viewer"));

@@ -1,7 +1,6 @@
-import { readdirSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import type { DescField, DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
+import { servicesInGen } from "../../../test/support/generated-services.js";
 import { GroupsService } from "../../../gen/platform/iam/v1/groups_pb.js";
 import { GroupsService as V2GroupsService } from "../../../gen/platform/iam/v2beta1/groups_pb.js";
 import { TagsService as V2TagsService } from "../../../gen/platform/registry/v2beta1/tags_pb.js";
@@ -14,20 +13,9 @@ import { V1_TABLE } from "./table.js";
 // descriptors: a v1 service or method added to the protos without a row, or a
 // row naming a field the protos do not have, fails here rather than at a caller.
 
-const GEN = fileURLToPath(new URL("../../../gen/platform/", import.meta.url));
 
 /** Every service exported by a generated gen/platform/<package>/v1/*_pb.ts. */
-async function v1ServicesInProtos(): Promise<DescService[]> {
-  const files = readdirSync(GEN, { recursive: true, encoding: "utf8" }).filter((f) => /(^|\/)v1\/[^/]+_pb\.ts$/.test(f));
-  const services: DescService[] = [];
-  for (const file of files) {
-    const mod = (await import(`${GEN}${file}`)) as Record<string, unknown>;
-    for (const value of Object.values(mod)) {
-      if ((value as { kind?: unknown } | null)?.kind === "service") services.push(value as DescService);
-    }
-  }
-  return services;
-}
+const v1ServicesInProtos = () => servicesInGen((f) => /(^|\/)v1\/[^/]+_pb\.ts$/.test(f));
 
 // No handler runs here, so the v2 implementation is a stand-in with every
 // method of the v2 service (the real ones need a database; test/e2e/v1-api.spec.ts

@@ -1,0 +1,33 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach } from "vitest";
+import { createFreshDatabase, postgresAdminUrl, type FreshDatabase } from "./database.js";
+
+/**
+ * A store that outlives the handles opened on it, new for each test: a PGlite
+ * directory, or a fresh PostgreSQL database when DATABASE_URL is set. Closing
+ * a handle and opening another on it is a restart. Registers its own
+ * beforeEach/afterEach; read `dir` and `databaseUrl` inside tests.
+ */
+export function freshStorePerTest(prefix: string): { readonly dir: string; readonly databaseUrl: string | undefined } {
+  let dir = "";
+  let fresh: FreshDatabase | undefined;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), `${prefix}-`));
+    const admin = postgresAdminUrl();
+    fresh = admin ? await createFreshDatabase(admin) : undefined;
+  });
+  afterEach(async () => {
+    await fresh?.drop();
+    await rm(dir, { recursive: true, force: true });
+  });
+  return {
+    get dir() {
+      return dir;
+    },
+    get databaseUrl() {
+      return fresh?.url;
+    },
+  };
+}
