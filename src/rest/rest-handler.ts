@@ -74,6 +74,19 @@ export class ClientGone {
     this.fired = true;
     this.controller?.abort();
   }
+
+  /**
+   * Fires when `res` closes before its answer ended; `release()` stops
+   * watching once the answer is decided.
+   */
+  static watch(res: { writableEnded: boolean; once(event: "close", f: () => void): unknown; off(event: "close", f: () => void): unknown }): ClientGone & { release(): void } {
+    const gone = new ClientGone();
+    const onClose = (): void => {
+      if (!res.writableEnded) gone.fire();
+    };
+    res.once("close", onClose);
+    return Object.assign(gone, { release: () => void res.off("close", onClose) });
+  }
 }
 
 export type RestHandler = (req: NodeRequest, res: RestResponse) => Promise<void>;
@@ -122,11 +135,7 @@ export function createRestHandler(opts: RestHandlerOptions): RestHandler {
     }
 
     const route = match.route;
-    const clientGone = new ClientGone();
-    const onClose = (): void => {
-      if (!res.writableEnded) clientGone.fire();
-    };
-    res.once("close", onClose);
+    const clientGone = ClientGone.watch(res);
     try {
       let body: Uint8Array | undefined;
       if (route.body.kind !== "none") {
@@ -141,7 +150,7 @@ export function createRestHandler(opts: RestHandlerOptions): RestHandler {
       if (clientGone.gone) return;
       sendError(sink, e, { domain: route.errorDomain, onInternalError });
     } finally {
-      res.off("close", onClose);
+      clientGone.release();
     }
   };
 }

@@ -64,6 +64,8 @@ export function rpcHandler(opts: RpcHandlerOptions): (req: Req, res: Res) => voi
   for (const handler of router.handlers) {
     serializations.set(handler.method, createMethodSerializationLookup(handler.method, opts.binaryOptions, opts.jsonOptions, { readMaxBytes, writeMaxBytes: opts.writeMaxBytes ?? DEFAULT_READ_MAX_BYTES }));
   }
+  // What the direct paths need, resolved once rather than per call.
+  const direct: DirectCall | undefined = opts.direct && { invoke: opts.direct, renderJson: opts.renderJson, contextValues: opts.contextValues, serializations };
 
   return (req, res) => {
     const url = req.url ?? "";
@@ -74,12 +76,13 @@ export function rpcHandler(opts: RpcHandlerOptions): (req: Req, res: Res) => voi
     if (GRPC_JSON.test(contentType)) {
       return trailersOnly(res, contentType, Code.InvalidArgument, "the JSON codec is not served over gRPC or gRPC-Web: use application/grpc(+proto), or the Connect protocol or REST for JSON");
     }
-    const direct = opts.direct && opts.directs?.(handler.method) === true;
-    if (direct && opts.direct && opts.renderJson && isPlainConnectJsonPost(req, handler.method, contentType, readMaxBytes)) {
-      return void serveConnectJson(req, res, handler.method as DescMethodUnary, url, { ...opts, direct: opts.direct, renderJson: opts.renderJson }, serializations).catch(failed(res));
-    }
-    if (direct && opts.direct && isPlainGrpcPost(req, handler.method, contentType)) {
-      return void serveGrpcUnary(req, res, handler, url, contentType, { ...opts, direct: opts.direct }, serializations, readMaxBytes, viaConnect).catch(failed(res));
+    if (direct && opts.directs?.(handler.method)) {
+      if (direct.renderJson && isPlainConnectJsonPost(req, handler.method, contentType, readMaxBytes)) {
+        return void serveConnectJson(req, res, handler.method as DescMethodUnary, url, direct, direct.renderJson).catch(failed(res));
+      }
+      if (isPlainGrpcPost(req, handler.method, contentType)) {
+        return void serveGrpcUnary(req, res, handler, url, contentType, direct, readMaxBytes, viaConnect).catch(failed(res));
+      }
     }
     viaConnect(req, res, handler, url, q, contentType);
   };
@@ -189,10 +192,9 @@ async function writeSingle(uRes: UniversalServerResponse, res: Res, contentType:
   }
   if (json?.slot.message && status === 200 && header) {
     // connect-es wrote an empty message (call-pipeline.ts, answerKey): the real one is rendered and compressed here.
-    const text = Buffer.from(json.render(json.schema, json.slot.message));
-    const encoding = text.byteLength >= COMPRESS_MIN_BYTES ? json.encoding : undefined;
-    body = encoding === "gzip" ? gzipSync(text) : encoding === "br" ? brotliCompressSync(text) : text;
-    if (encoding) header.set("content-encoding", encoding);
+    const answer = compressedAnswer(Buffer.from(json.render(json.schema, json.slot.message)), json.encoding);
+    body = answer.body;
+    if (answer.encoding) header.set("content-encoding", answer.encoding);
     else header.delete("content-encoding");
     header.set("content-length", String(body.byteLength));
   }
@@ -234,14 +236,10 @@ async function serveConnectJson(
   res: Res,
   method: DescMethodUnary,
   url: string,
-  opts: RpcHandlerOptions & { direct: RestInvoke; renderJson: (schema: DescMessage, message: Message) => string },
-  serializations: Map<DescMethod, MethodSerializationLookup<DescMessage, DescMessage>>,
+  direct: DirectCall,
+  renderJson: (schema: DescMessage, message: Message) => string,
 ): Promise<void> {
-  const clientGone = new ClientGone();
-  const onClose = (): void => {
-    if (!res.writableEnded) clientGone.fire();
-  };
-  res.once("close", onClose);
+  const clientGone = ClientGone.watch(res);
   const header: Record<string, string> = { "content-type": "application/json" };
   let status = 200;
   let body: Uint8Array;
@@ -254,25 +252,23 @@ async function serveConnectJson(
       return; // the client went away mid-body
     }
     // Decoded before the pipeline, as connect-es does: an undecodable request is refused as it is.
-    const input = serializations.get(method)!.getI(false).parse(bytes);
-    const values = opts.contextValues?.(req) ?? createContextValues();
-    const output = await opts.direct(method, input, webHeaders(req.headers), "POST", url, clientGone, values, "connect");
-    body = Buffer.from(opts.renderJson(method.output, output));
+    const input = direct.serializations.get(method)!.getI(false).parse(bytes);
+    const values = direct.contextValues?.(req) ?? createContextValues();
+    const output = await direct.invoke(method, input, webHeaders(req.headers), "POST", url, clientGone, values, "connect");
+    body = Buffer.from(renderJson(method.output, output));
   } catch (e) {
     const error = e instanceof ConnectError ? e : new ConnectError("internal error", Code.Internal, undefined, undefined, e);
     status = codeToHttpStatus(error.code);
+    // As connect-es: the error's metadata is set after the content type, and wins.
     error.metadata.forEach((value, key) => void (header[key] = value));
-    header["content-type"] = "application/json";
     body = errorToJsonBytes(error, {});
   } finally {
-    res.off("close", onClose);
+    clientGone.release();
   }
   if (clientGone.gone || res.writableEnded || res.destroyed) return;
-  const encoding = body.byteLength >= COMPRESS_MIN_BYTES ? acceptedEncoding(req.headers["accept-encoding"]) : undefined;
-  if (encoding) {
-    body = encoding === "gzip" ? gzipSync(body) : brotliCompressSync(body);
-    header["content-encoding"] = encoding;
-  }
+  const answer = compressedAnswer(body, acceptedEncoding(req.headers["accept-encoding"]));
+  body = answer.body;
+  if (answer.encoding) header["content-encoding"] = answer.encoding;
   header["content-length"] = String(body.byteLength);
   res.writeHead(status, header);
   res.end(body);
@@ -343,8 +339,7 @@ async function serveGrpcUnary(
   handler: UniversalHandler,
   url: string,
   contentType: string,
-  opts: RpcHandlerOptions & { direct: RestInvoke },
-  serializations: Map<DescMethod, MethodSerializationLookup<DescMessage, DescMessage>>,
+  direct: DirectCall,
   readMaxBytes: number,
   viaConnect: (req: Req, res: Res, handler: UniversalHandler, url: string, q: number, contentType: string, body?: AsyncIterable<Uint8Array>) => void,
 ): Promise<void> {
@@ -363,18 +358,14 @@ async function serveGrpcUnary(
   const header = new Headers({ "content-type": "application/grpc+proto" });
   if (compression.response) header.set("grpc-encoding", compression.response.name);
   const trailer = new Headers({ "grpc-status": "0" });
-  const clientGone = new ClientGone();
-  const onClose = (): void => {
-    if (!res.writableEnded) clientGone.fire();
-  };
-  res.once("close", onClose);
+  const clientGone = ClientGone.watch(res);
   let body: Uint8Array = new Uint8Array(0);
   try {
-    const serialization = serializations.get(method)!;
+    const serialization = direct.serializations.get(method)!;
     // Decoded before the pipeline, as connect-es does.
     const input = serialization.getI(true).parse(bytes.subarray(5));
-    const values = opts.contextValues?.(req) ?? createContextValues();
-    const output = await opts.direct(method, input, webHeaders(req.headers), "POST", url, clientGone, values, "grpc");
+    const values = direct.contextValues?.(req) ?? createContextValues();
+    const output = await direct.invoke(method, input, webHeaders(req.headers), "POST", url, clientGone, values, "grpc");
     let message = serialization.getO(true).serialize(output);
     let flag = 0;
     if (compression.response && message.byteLength >= COMPRESS_MIN_BYTES) {
@@ -388,7 +379,7 @@ async function serveGrpcUnary(
   } catch (e) {
     setTrailerStatus(trailer, e instanceof ConnectError ? e : new ConnectError("internal error", Code.Internal, undefined, undefined, e));
   } finally {
-    res.off("close", onClose);
+    clientGone.release();
   }
   if (clientGone.gone || res.writableEnded || res.destroyed) return;
   rewriteGrpcStatus(trailer);
@@ -418,6 +409,22 @@ function isConnectJson(req: Req, url: string, q: number, contentType: string): b
 
 // What connect-es does by default: smaller answers are not worth compressing.
 const COMPRESS_MIN_BYTES = 1024;
+
+/** A Connect unary answer, compressed with the accepted encoding when it is large enough to be worth it. */
+function compressedAnswer(body: Uint8Array, accepted: "gzip" | "br" | undefined): { body: Uint8Array; encoding: "gzip" | "br" | undefined } {
+  const encoding = body.byteLength >= COMPRESS_MIN_BYTES ? accepted : undefined;
+  if (encoding === "gzip") return { body: gzipSync(body), encoding };
+  if (encoding === "br") return { body: brotliCompressSync(body), encoding };
+  return { body, encoding: undefined };
+}
+
+/** What the direct paths call and decode with (built once in rpcHandler). */
+interface DirectCall {
+  invoke: RestInvoke;
+  renderJson: ((schema: DescMessage, message: Message) => string) | undefined;
+  contextValues: ((req: Req) => ContextValues) | undefined;
+  serializations: Map<DescMethod, MethodSerializationLookup<DescMessage, DescMessage>>;
+}
 
 /** The compression a Connect unary answer may use, in the router's order (gzip, then br), from Accept-Encoding. */
 function acceptedEncoding(header: string | string[] | undefined): "gzip" | "br" | undefined {
