@@ -121,6 +121,13 @@ describe("gRPC unary calls, direct or through connect-es's handler", () => {
     expect(await connect.json()).toEqual({ status: "SERVING" });
   });
 
+  it("hand a body over readMaxBytes to connect-es with the bytes already read, and answer as it does", async () => {
+    // 1 MiB + 1 of message bytes in one envelope: past the cap, the direct path stops reading and hands over.
+    const huge = envelope(Buffer.alloc(1024 * 1024 + 1, 0x61));
+    const raw = await same(GET, huge);
+    expect(raw.trailers["grpc-status"]).toBe("8"); // RESOURCE_EXHAUSTED
+  });
+
   it("hand odd bodies to connect-es: empty, truncated, two envelopes, a compressed flag without an encoding", async () => {
     const one = envelope(toBinary(GetGroupRequestSchema, create(GetGroupRequestSchema, { uid: org })));
     for (const body of [Buffer.alloc(0), one.subarray(0, 7), Buffer.concat([one, one]), envelope(Buffer.from([1, 2, 3]), 1)]) {
