@@ -1,4 +1,6 @@
 import type { DescService } from "@bufbuild/protobuf";
+import { EventsService } from "./platform/events/v2beta1/events_pb.js";
+import { SubscriptionsService } from "./platform/events/v2beta1/subscriptions_pb.js";
 import { GroupsService } from "./platform/iam/v1/groups_pb.js";
 import { IdentitiesService } from "./platform/iam/v1/identities_pb.js";
 import { RoleBindingsService } from "./platform/iam/v1/role_bindings_pb.js";
@@ -25,6 +27,8 @@ import { AdvisoriesService } from "./platform/vulnerabilities/v2beta1/advisories
  * Every service under proto/platform, by file name then declaration order.
  */
 export const API_SERVICE_DESCRIPTORS: readonly DescService[] = [
+  EventsService,
+  SubscriptionsService,
   GroupsService,
   IdentitiesService,
   RoleBindingsService,
@@ -54,6 +58,7 @@ export const DECLARED_CAPABILITIES: readonly string[] = [
   "account_associations.update",
   "advisories.create",
   "advisories.list",
+  "events.list",
   "group_invites.create",
   "group_invites.delete",
   "group_invites.list",
@@ -81,6 +86,10 @@ export const DECLARED_CAPABILITIES: readonly string[] = [
   "roles.delete",
   "roles.list",
   "roles.update",
+  "subscriptions.create",
+  "subscriptions.delete",
+  "subscriptions.list",
+  "subscriptions.update",
   "tag.create",
   "tag.delete",
   "tag.list",

@@ -1,7 +1,8 @@
 import { eq } from "drizzle-orm";
 import { decodeJwt, type JWTPayload } from "jose";
-import { schema, UID_SHAPES, type Database } from "../db/index.js";
+import { schema, UID_SHAPES, type Database, type Executor } from "../db/index.js";
 import { invalidArgument, unauthenticated } from "../errors/index.js";
+import type { EventRecorder } from "../events/index.js";
 import { checkText } from "../services/request-check.js";
 import { matchesClaimPattern } from "./claim-pattern.js";
 import type { OidcIssuers } from "./oidc-issuers.js";
@@ -18,7 +19,12 @@ export interface TokenExchangeDeps {
   clock: () => Date;
   /** Where failures are logged (never shown to the caller). */
   onRejected: (reason: string) => void;
+  /** Records each exchange for an existing identity, accepted or rejected, in the audit log. */
+  events: EventRecorder;
 }
+
+/** The event type of a token exchange (docs/design.md, "Events"). */
+export const TOKEN_EXCHANGED_EVENT = "platform.auth.token.exchanged.v1";
 
 export interface ExchangeRequest {
   audience: string;
@@ -88,16 +94,32 @@ export async function exchangeToken(deps: TokenExchangeDeps, req: ExchangeReques
   if (!req.oidcToken) throw reject("no bearer token");
   const [identity] = await deps.db.select().from(schema.identities).where(eq(schema.identities.uid, req.identityUid));
   if (!identity || identity.parentUid === null) throw reject("unknown identity");
+  // From here the attempt concerns an identity of a group: its organization's audit log records the outcome.
+  const record = (outcome: "accepted" | "rejected", reason: string, tx: Executor = deps.db) =>
+    deps.events.record(tx, {
+      type: TOKEN_EXCHANGED_EVENT,
+      subject: identity.uid,
+      actor: outcome === "accepted" ? identity.uid : "",
+      group: identity.parentUid,
+      data: { outcome, audience: req.audience, ...(reason ? { reason } : {}) },
+    });
+  const refuse = async (reason: string) => {
+    await record("rejected", reason);
+    return reject(reason);
+  };
   const issuer = issuerFor(identity, req.oidcToken);
-  if (!issuer) throw reject("identity has no usable issuer for this token");
+  if (!issuer) throw await refuse("identity has no usable issuer for this token");
   let payload: JWTPayload;
   try {
     payload = await deps.issuers.verify(req.oidcToken, issuer);
   } catch (e) {
-    throw reject(`verification failed: ${e instanceof Error ? e.message : String(e)}`);
+    throw await refuse(`verification failed: ${e instanceof Error ? e.message : String(e)}`);
   }
-  if (!audienceAccepted(identity, payload.aud, deps.authUrl)) throw reject("audience not meant for this service");
-  if (!subjectMatches(identity, String(payload.sub))) throw reject("subject does not match");
-  await deps.db.update(schema.identities).set({ lastSeenTime: deps.clock() }).where(eq(schema.identities.uid, identity.uid));
+  if (!audienceAccepted(identity, payload.aud, deps.authUrl)) throw await refuse("audience not meant for this service");
+  if (!subjectMatches(identity, String(payload.sub))) throw await refuse("subject does not match");
+  await deps.db.transaction(async (tx) => {
+    await tx.update(schema.identities).set({ lastSeenTime: deps.clock() }).where(eq(schema.identities.uid, identity.uid));
+    await record("accepted", "", tx);
+  });
   return deps.tokens.mint(identity.uid, req.audience);
 }

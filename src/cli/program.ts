@@ -2,6 +2,7 @@ import { Command, Option } from "commander";
 import { registerAdvisories } from "./commands/advisories.js";
 import { registerAuth } from "./commands/auth.js";
 import { registerResources } from "./commands/api-resources.js";
+import { registerEvents } from "./commands/events.js";
 import { buildInfo } from "../server/build-info.js";
 import { colorsForced, processIo, type CliIo } from "./io.js";
 
@@ -36,5 +37,6 @@ export function buildProgram(io: CliIo = processIo()): Command {
   registerAuth(program, io);
   registerResources(program, io);
   registerAdvisories(program, io);
+  registerEvents(program, io);
   return program;
 }

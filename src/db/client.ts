@@ -30,7 +30,7 @@ export interface DatabaseHandle {
    * subscription is (re)established, since notifications sent while it was
    * down are lost. Resolves to the unsubscribe function.
    */
-  listen(channel: string, onNotify: () => void, onListening: () => void): Promise<() => Promise<void>>;
+  listen(channel: string, onNotify: (payload: string) => void, onListening: () => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 

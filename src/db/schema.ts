@@ -13,3 +13,5 @@ export * from "./tables/identity-providers.js";
 export * from "./tables/account-associations.js";
 export * from "./tables/group-invites.js";
 export * from "./tables/root-role-bindings.js";
+export * from "./tables/subscriptions.js";
+export * from "./tables/events.js";

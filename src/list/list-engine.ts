@@ -22,8 +22,8 @@ export interface ListSource<T extends PgTable> {
   /** Prefix-matched by descendants_of / in_root when the uid is not itself a path. */
   path?: PgColumn;
   isGroup: boolean;
-  /** Sortable columns besides uid, by canonical name (name, create_time, update_time). */
-  sortable: Partial<Record<"name" | "create_time" | "update_time", PgColumn>>;
+  /** Sortable columns besides uid, by canonical name (name, create_time, update_time; an event's time). */
+  sortable: Partial<Record<"name" | "create_time" | "update_time" | "time", PgColumn>>;
   /** Exact-match `name` filter column, when the resource has one. */
   name?: PgColumn;
   /** Rows without a parent (built-in roles) are visible to every caller. */

@@ -3,7 +3,7 @@ import { invalidArgument } from "../errors/index.js";
 export type Direction = "asc" | "desc";
 
 export interface OrderBy {
-  /** Canonical field name: uid, name, create_time or update_time. */
+  /** Canonical field name: uid, name, create_time, update_time or time. */
   field: string;
   direction: Direction;
 }
@@ -20,6 +20,7 @@ const FIELD_ALIASES: Record<string, string> = {
   updateTime: "update_time",
   updated_at: "update_time",
   updatedAt: "update_time",
+  time: "time",
 };
 
 /**

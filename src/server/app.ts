@@ -9,6 +9,7 @@ import { Authorizer, GRANTS_CHANGED_CHANNEL, Grants, GrantsCache } from "../auth
 import { SecretBox, ensurePrivateDir, loadMasterKey } from "../crypto/index.js";
 import { openDatabase, POSTGRES_POOL_SIZE, type DatabaseHandle } from "../db/index.js";
 import { Egress } from "../egress/index.js";
+import { EVENTS_CHANNEL, EventHub, EventRecorder, EventRetention, WebhookDispatcher } from "../events/index.js";
 import { ListEngine } from "../list/index.js";
 import { createJsonRenderer, createRestHandler } from "../rest/index.js";
 import { API_SERVICES, type ServiceContext } from "../services/index.js";
@@ -45,6 +46,10 @@ export interface App {
   /** The bootstrap admin token minted at start (when bootstrap is on). */
   adminToken: MintedToken | undefined;
   adminTokenPath: string | undefined;
+  /** This replica's live event watchers (tests wait for a watch to be listening). */
+  eventHub: EventHub;
+  /** Sends this replica's share of webhook deliveries. */
+  dispatcher: WebhookDispatcher;
   /** Drains in-flight requests (up to the grace period), then closes the port and the database. */
   close(): Promise<void>;
 }
@@ -85,7 +90,22 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   const sealed = { signingKeys: await keys.sealPlaintextKeys(), clientSecrets: await sealPlaintextClientSecrets(database.db, secrets) };
   if (sealed.signingKeys || sealed.clientSecrets) log.info(sealed, "sealed secrets that were stored in plain text");
   const tokens = new TokenService(keys, urls.authUrl, clock);
-  const ctx: ServiceContext = { db: database.db, list: await ListEngine.create(database.db, secrets, clock), clock, secrets };
+  const descriptors = API_SERVICES.map((s) => s.service);
+  // One JSON shape for a message, whichever JSON protocol carries it (REST, Connect) and in events' data.
+  const jsonRenderer = createJsonRenderer(descriptors);
+  // Webhooks go through an egress guard of their own: same rule, their own in-flight cap, so a slow
+  // receiver cannot hold the requests sign-in needs.
+  const webhookEgress = new Egress({ allowInsecure: config.allowInsecureIssuers, timeoutMs: config.events.timeoutMs, maxBytes: 64 * 1024 });
+  const eventHub = new EventHub();
+  const ctx: ServiceContext = {
+    db: database.db,
+    list: await ListEngine.create(database.db, secrets, clock),
+    clock,
+    secrets,
+    events: new EventRecorder({ source: urls.baseUrl, clock, render: (schema, message) => jsonRenderer.render(schema, message), retryForMs: config.events.retryForMs }),
+    eventHub,
+    egress: webhookEgress,
+  };
 
   const shutdown = new AbortController();
   const ready = async () => {
@@ -106,8 +126,31 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     () => grantsCache.invalidate(),
   );
 
+  const dispatcher = new WebhookDispatcher({
+    db: database.db,
+    fetch: webhookEgress.fetch,
+    secrets,
+    clock,
+    backoffMs: config.events.backoffMs,
+    // Longer than any delivery can take, so a live replica's claim is never taken over.
+    leaseMs: 2 * config.events.timeoutMs + 1000,
+    onError: (e) => log.error({ err: e }, "webhook dispatch failed; retrying"),
+  });
+  // Each recorded event's seq, from every replica: live watchers read it, the dispatcher wakes up.
+  // A (re)established LISTEN wakes the dispatcher too, for events announced while it was down.
+  const unlistenEvents = await database.listen(
+    EVENTS_CHANNEL,
+    (payload) => {
+      eventHub.onNotify(payload);
+      dispatcher.notify();
+    },
+    () => dispatcher.notify(),
+  );
+  dispatcher.start();
+  const retention = new EventRetention({ db: database.db, clock, retentionMs: config.events.retentionMs, onError: (e) => log.error({ err: e }, "event pruning failed") });
+  retention.start();
+
   const accessLog = new AccessLog(log, (record, status, seconds) => metrics.request(record, status, seconds));
-  const descriptors = API_SERVICES.map((s) => s.service);
   // Built once: the Connect router registers them, REST calls them directly.
   const implementations = API_SERVICES.map((s) => s.implement(ctx));
   const routes = (router: ConnectRouter) => {
@@ -127,8 +170,6 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   );
   const routerOptions = { interceptors: [pipeline.interceptor()], readMaxBytes: MAX_MESSAGE_BYTES, writeMaxBytes: 16 * MAX_MESSAGE_BYTES };
 
-  // One JSON shape for a message, whichever JSON protocol carries it (REST, Connect).
-  const jsonRenderer = createJsonRenderer(descriptors);
   const rest = createRestHandler({
     services: descriptors,
     invoke: pipeline.call,
@@ -152,6 +193,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       authUrl: urls.authUrl,
       clock,
       onRejected: (reason) => log.info({ reason }, "token exchange rejected"),
+      events: ctx.events,
     },
     errorDomain: `iam.${urls.serviceDomain}`,
     metrics,
@@ -170,6 +212,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       admins: config.platformAdmins,
       egress,
       log,
+      events: ctx.events,
     }),
   });
   const rpc = rpcHandler({
@@ -245,11 +288,18 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     secrets,
     adminToken,
     adminTokenPath,
+    eventHub,
+    dispatcher,
     async close() {
       shutdown.abort();
+      // Watch streams end now, so that draining does not wait for them.
+      eventHub.close();
+      await dispatcher.stop();
+      retention.stop();
       await adminTokenRenewal?.stop();
       await listener.close(config.shutdownGraceMs);
       await unlistenGrants();
+      await unlistenEvents();
       await database.close();
     },
   };

@@ -46,6 +46,17 @@ export interface Config {
   logLevel: string;
   /** How long SIGTERM waits for in-flight requests before closing connections. */
   shutdownGraceMs: number;
+  /** Events (README: Events and webhooks). */
+  events: {
+    /** PLATFORM_EVENT_RETENTION: events older than this are pruned in the background. */
+    retentionMs: number;
+    /** PLATFORM_WEBHOOK_RETRY_FOR: how long a failing delivery is retried before it is marked failed. */
+    retryForMs: number;
+    /** PLATFORM_WEBHOOK_BACKOFF_MS: the first retry's delay; each next one doubles it, up to an hour. */
+    backoffMs: number;
+    /** PLATFORM_WEBHOOK_TIMEOUT_MS: how long one delivery may take (a claim's lease is twice this, plus a second). */
+    timeoutMs: number;
+  };
 }
 
 export class ConfigError extends Error {}
@@ -154,6 +165,17 @@ function parseOidc(env: NodeJS.ProcessEnv, allowInsecure: boolean): Config["oidc
   return { issuer, clientId, clientSecret: env["PLATFORM_OIDC_CLIENT_SECRET"] || "", scopes: [...new Set(["openid", ...scopes])] };
 }
 
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `90d`, `12h`, `30m`, `45s` or `500ms`. */
+function parseDuration(name: string, raw: string | undefined, fallback: number, minMs: number): number {
+  if (raw === undefined || raw === "") return fallback;
+  const m = /^(\d{1,9})(ms|s|m|h|d)$/.exec(raw.trim());
+  const ms = m ? Number(m[1]) * DURATION_UNITS[m[2]!]! : NaN;
+  if (!Number.isFinite(ms) || ms < minMs) throw new ConfigError(`${name} must be a duration such as 90d, 12h, 30m or 45s, at least ${minMs} ms, not "${raw}"`);
+  return ms;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv): Config {
   const certFile = env["PLATFORM_TLS_CERT"];
   const keyFile = env["PLATFORM_TLS_KEY"];
@@ -189,6 +211,12 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     tls: certFile && keyFile ? { certFile, keyFile } : undefined,
     logLevel: env["LOG_LEVEL"] || "info",
     shutdownGraceMs: parseInteger("PLATFORM_SHUTDOWN_GRACE_MS", env["PLATFORM_SHUTDOWN_GRACE_MS"], 10_000, 600_000),
+    events: {
+      retentionMs: parseDuration("PLATFORM_EVENT_RETENTION", env["PLATFORM_EVENT_RETENTION"], 90 * DURATION_UNITS["d"]!, 1000),
+      retryForMs: parseDuration("PLATFORM_WEBHOOK_RETRY_FOR", env["PLATFORM_WEBHOOK_RETRY_FOR"], 24 * DURATION_UNITS["h"]!, 1000),
+      backoffMs: parseInteger("PLATFORM_WEBHOOK_BACKOFF_MS", env["PLATFORM_WEBHOOK_BACKOFF_MS"], 1000, 3_600_000, 10),
+      timeoutMs: parseInteger("PLATFORM_WEBHOOK_TIMEOUT_MS", env["PLATFORM_WEBHOOK_TIMEOUT_MS"], 10_000, 300_000, 100),
+    },
   };
 }
 

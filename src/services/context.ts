@@ -1,5 +1,7 @@
 import type { SecretBox } from "../crypto/index.js";
 import type { Database } from "../db/index.js";
+import type { Egress } from "../egress/index.js";
+import type { EventHub, EventRecorder } from "../events/index.js";
 import type { ListEngine } from "../list/index.js";
 
 /** What every service implementation is built from (wired in src/server/app.ts). */
@@ -9,4 +11,10 @@ export interface ServiceContext {
   clock: () => Date;
   /** Seals secrets the services store (identity providers' client secrets). */
   secrets: SecretBox;
+  /** Records each change's event in the change's transaction. */
+  events: EventRecorder;
+  /** Announces recorded events to this replica's watchers. */
+  eventHub: EventHub;
+  /** The egress guard webhooks are delivered through (sinks are checked against its rule). */
+  egress: Egress;
 }

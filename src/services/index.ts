@@ -9,6 +9,10 @@ import { IdentityProvidersService } from "../../gen/platform/iam/v2beta1/identit
 import { ReposService } from "../../gen/platform/registry/v2beta1/repos_pb.js";
 import { TagsService } from "../../gen/platform/registry/v2beta1/tags_pb.js";
 import { AdvisoriesService } from "../../gen/platform/vulnerabilities/v2beta1/advisories_pb.js";
+import { EventsService } from "../../gen/platform/events/v2beta1/events_pb.js";
+import { SubscriptionsService } from "../../gen/platform/events/v2beta1/subscriptions_pb.js";
+import { eventsService } from "./events/events.js";
+import { subscriptionsService } from "./events/subscriptions.js";
 import { apiService, type ApiService } from "./api-service.js";
 import { groupsService } from "./iam/groups.js";
 import { reposService } from "./registry/repos.js";
@@ -42,6 +46,8 @@ export const API_SERVICES: ApiService[] = [
   apiService(ReposService, reposService),
   apiService(TagsService, tagsService),
   apiService(AdvisoriesService, advisoriesService),
+  apiService(EventsService, eventsService),
+  apiService(SubscriptionsService, subscriptionsService),
   ...V1_API_SERVICES,
 ];
 

@@ -5,7 +5,11 @@ import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createFreshDatabase, postgresAdminUrl, type FreshDatabase } from "../../test/support/database.js";
 import { BadRequestSchema, ResourceInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { GroupSchema } from "../../gen/platform/iam/v2beta1/groups_pb.js";
+import { GroupSchema, GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
+import { createContextValues } from "@connectrpc/connect";
+import { toJson } from "@bufbuild/protobuf";
+import { principalKey } from "../auth/index.js";
+import { EventRecorder } from "../events/index.js";
 import { isForeignKeyViolation, newChildUid, newRootUid, openDatabase, schema, type DatabaseHandle } from "../db/index.js";
 import { groupResource } from "./iam/groups.js";
 import { ResourceStore } from "./resource-store.js";
@@ -26,17 +30,28 @@ const groupMapping = groupResource;
 let handle: DatabaseHandle;
 let fresh: FreshDatabase | undefined;
 let store: ResourceStore<typeof schema.groups, typeof GroupSchema>;
+const recorder = new EventRecorder({ source: "https://platform.test", clock, render: (desc, message) => toJson(desc, message), retryForMs: 86_400_000 });
 
 beforeAll(async () => {
   const admin = postgresAdminUrl();
   fresh = admin ? await createFreshDatabase(admin) : undefined;
   handle = await openDatabase({ pgliteDir: "memory://", ...(fresh ? { databaseUrl: fresh.url } : {}) });
-  store = new ResourceStore(handle.db, clock, groupMapping);
+  store = new ResourceStore(handle.db, clock, groupMapping, recorder);
 });
 afterAll(async () => {
   await handle?.close();
   await fresh?.drop();
 });
+
+/** The call a change is made by: its method declares the event type; the actor is `actor-1`. */
+function callOf(method: keyof typeof GroupsService.method) {
+  const values = createContextValues();
+  values.set(principalKey, { identityUid: "actor-1", audience: "https://platform.test" });
+  return { method: GroupsService.method[method], values };
+}
+const creating = callOf("createGroup");
+const updating = callOf("updateGroup");
+const deleting = callOf("deleteGroup");
 
 const group = (init: MessageInitShape<typeof GroupSchema>) => create(GroupSchema, init);
 const mask = (...paths: string[]) => create(FieldMaskSchema, { paths });
@@ -102,7 +117,7 @@ describe("ResourceStore.create", () => {
     const uid = newChildUid(parent);
     // Output-only and identifier fields in the body are ignored (AIP-203).
     const body = group({ uid: "ignored", name: "child", description: "d", resourceLimits: { repos: 3 }, verified: true, createTime: toTimestamp(later(-5000)) });
-    const made = await atTime(later(1234), () => store.create(body, { uid, parentUid: parent }));
+    const made = await atTime(later(1234), () => store.create(body, { uid, parentUid: parent }, creating));
     expect(made).toMatchObject({ uid, name: "child", description: "d", resourceLimits: { repos: 3 }, verified: false });
     expect(timestampDate(made.createTime!)).toEqual(later(1234));
     expect(timestampDate(made.updateTime!)).toEqual(later(1234));
@@ -112,7 +127,7 @@ describe("ResourceStore.create", () => {
   it("validates before writing anything", async () => {
     const parent = await org();
     const uid = newChildUid(parent);
-    const err = await refusal(store.create(group({ name: "Not Valid!" }), { uid, parentUid: parent }));
+    const err = await refusal(store.create(group({ name: "Not Valid!" }), { uid, parentUid: parent }, creating));
     expect(err.code).toBe(Code.InvalidArgument);
     expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.field).toBe("name");
     expect(await stored(uid)).toBeUndefined();
@@ -120,9 +135,9 @@ describe("ResourceStore.create", () => {
 
   it("maps a unique-index collision to ALREADY_EXISTS with the mapping's description", async () => {
     const parent = await org();
-    await store.create(group({ name: "twin" }), { uid: newChildUid(parent), parentUid: parent });
+    await store.create(group({ name: "twin" }), { uid: newChildUid(parent), parentUid: parent }, creating);
     const uid = newChildUid(parent);
-    const err = await refusal(store.create(group({ name: "twin" }), { uid, parentUid: parent }));
+    const err = await refusal(store.create(group({ name: "twin" }), { uid, parentUid: parent }, creating));
     expect(err.code).toBe(Code.AlreadyExists);
     expect(err.rawMessage).toBe('Already exists: a sibling group named "twin" already exists');
     expect(err.findDetails(ResourceInfoSchema)[0]).toMatchObject({ resourceType: "group", resourceName: "twin" });
@@ -131,16 +146,16 @@ describe("ResourceStore.create", () => {
 
   it("maps a foreign-key violation to NOT_FOUND of `missingReference`, naming the parent", async () => {
     const missingParent = newRootUid();
-    const err = await refusal(store.create(group({ name: "orphan" }), { uid: newChildUid(missingParent), parentUid: missingParent }));
+    const err = await refusal(store.create(group({ name: "orphan" }), { uid: newChildUid(missingParent), parentUid: missingParent }, creating));
     expect(err.code).toBe(Code.NotFound);
     expect(err.rawMessage).toBe(`Not found: group ${missingParent}`);
     expect(err.findDetails(ResourceInfoSchema)[0]).toMatchObject({ resourceType: "group", resourceName: missingParent });
   });
 
   it("passes a foreign-key violation through when the mapping names no missing reference", async () => {
-    const bare = new ResourceStore(handle.db, clock, { ...groupMapping, missingReference: undefined });
+    const bare = new ResourceStore(handle.db, clock, { ...groupMapping, missingReference: undefined }, recorder);
     const missingParent = newRootUid();
-    const e = await bare.create(group({ name: "orphan" }), { uid: newChildUid(missingParent), parentUid: missingParent }).then(
+    const e = await bare.create(group({ name: "orphan" }), { uid: newChildUid(missingParent), parentUid: missingParent }, creating).then(
       () => undefined,
       (err: unknown) => err,
     );
@@ -154,26 +169,64 @@ describe("ResourceStore.create", () => {
     const rollback = new Error("roll back");
     await expect(
       handle.db.transaction(async (tx) => {
-        await store.create(group({ name: "in-tx" }), { uid, parentUid: parent }, tx);
+        await store.create(group({ name: "in-tx" }), { uid, parentUid: parent }, creating, tx);
         expect((await tx.select().from(schema.groups).where(eq(schema.groups.uid, uid))).length).toBe(1);
         throw rollback;
       }),
     ).rejects.toBe(rollback);
     expect(await stored(uid)).toBeUndefined();
+    // Its event went with it: none is ever recorded for a change that did not happen.
+    expect(await eventsAbout(uid)).toEqual([]);
+  });
+});
+
+async function eventsAbout(subject: string) {
+  return handle.db.select().from(schema.events).where(eq(schema.events.subject, subject)).orderBy(schema.events.seq);
+}
+
+describe("events recorded with the change (docs/design.md, \"Events\")", () => {
+  it("records created, updated and deleted with the actor, the group, and the resource before and after", async () => {
+    const parent = await org();
+    const uid = newChildUid(parent);
+    await atTime(later(1), () => store.create(group({ name: "audited", description: "one" }), { uid, parentUid: parent }, creating));
+    await atTime(later(2), () => store.update(uid, group({ description: "two" }), mask("description"), updating));
+    await atTime(later(3), () => store.delete(uid, deleting));
+    const rows = await eventsAbout(uid);
+    expect(rows.map((r) => r.type)).toEqual(["platform.iam.group.created.v1", "platform.iam.group.updated.v1", "platform.iam.group.deleted.v1"]);
+    expect(rows.map((r) => r.time)).toEqual([later(1), later(2), later(3)]);
+    for (const r of rows) expect(r).toMatchObject({ actor: "actor-1", source: "https://platform.test", parentUid: uid, subject: uid });
+    expect(rows[0]!.data).toEqual({ after: expect.objectContaining({ uid, name: "audited", description: "one" }) });
+    expect(rows[1]!.data).toEqual({
+      before: expect.objectContaining({ description: "one" }),
+      after: expect.objectContaining({ description: "two" }),
+    });
+    expect(rows[2]!.data).toEqual({ before: expect.objectContaining({ uid, description: "two" }) });
+    // Ids sort in the order the events were recorded.
+    expect([...rows.map((r) => r.uid)].sort()).toEqual(rows.map((r) => r.uid));
+  });
+
+  it("records nothing for a refused change, and nothing for a method that declares no event", async () => {
+    const parent = await org();
+    const uid = newChildUid(parent);
+    await refusal(store.create(group({ name: "Not Valid!" }), { uid, parentUid: parent }, creating));
+    expect(await eventsAbout(uid)).toEqual([]);
+    await store.create(group({ name: "quiet" }), { uid, parentUid: parent }, callOf("getGroup"));
+    expect(await stored(uid)).toBeDefined();
+    expect(await eventsAbout(uid)).toEqual([]);
   });
 });
 
 describe("ResourceStore.update", () => {
   async function child(parent: string, name: string): Promise<string> {
     const uid = newChildUid(parent);
-    await store.create(group({ name, description: "before" }), { uid, parentUid: parent });
+    await store.create(group({ name, description: "before" }), { uid, parentUid: parent }, creating);
     return uid;
   }
 
   it("with a mask changes exactly the masked paths, keeps create_time, and stamps update_time", async () => {
     const uid = await child(await org(), "masked");
     const patch = group({ name: "renamed", description: "after", resourceLimits: { repos: 1 } });
-    const updated = await atTime(later(60_000), () => store.update(uid, patch, mask("description")));
+    const updated = await atTime(later(60_000), () => store.update(uid, patch, mask("description"), updating));
     expect(updated).toMatchObject({ name: "masked", description: "after", resourceLimits: {} });
     expect(timestampDate(updated.createTime!)).toEqual(T0);
     expect(timestampDate(updated.updateTime!)).toEqual(later(60_000));
@@ -182,33 +235,33 @@ describe("ResourceStore.update", () => {
 
   it("with a mask clears a masked field the patch leaves unset", async () => {
     const uid = await child(await org(), "cleared");
-    const updated = await store.update(uid, group({}), mask("description"));
+    const updated = await store.update(uid, group({}), mask("description"), updating);
     expect(updated.description).toBe("");
   });
 
   it("without a mask changes the fields the patch sets and nothing else", async () => {
     const uid = await child(await org(), "implied");
-    const updated = await store.update(uid, group({ resourceLimits: { repos: 2 } }), undefined);
+    const updated = await store.update(uid, group({ resourceLimits: { repos: 2 } }), undefined, updating);
     expect(updated).toMatchObject({ name: "implied", description: "before", resourceLimits: { repos: 2 } });
   });
 
   it("is NOT_FOUND for a uid that is not stored", async () => {
     const missing = newChildUid(newRootUid());
-    const err = await refusal(store.update(missing, group({ description: "x" }), mask("description")));
+    const err = await refusal(store.update(missing, group({ description: "x" }), mask("description"), updating));
     expect(err.code).toBe(Code.NotFound);
     expect(err.findDetails(ResourceInfoSchema)[0]?.resourceName).toBe(missing);
   });
 
   it("validates the result as a whole and leaves the row alone when it fails", async () => {
     const uid = await child(await org(), "valid");
-    const err = await refusal(store.update(uid, group({ name: "In Valid" }), mask("name")));
+    const err = await refusal(store.update(uid, group({ name: "In Valid" }), mask("name"), updating));
     expect(err.code).toBe(Code.InvalidArgument);
     expect(await stored(uid)).toMatchObject({ name: "valid", updateTime: T0 });
   });
 
   it("refuses an unknown mask path on update_mask", async () => {
     const uid = await child(await org(), "unknown-path");
-    const err = await refusal(store.update(uid, group({}), mask("colour")));
+    const err = await refusal(store.update(uid, group({}), mask("colour"), updating));
     expect(err.code).toBe(Code.InvalidArgument);
     expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.field).toBe("update_mask");
   });
@@ -217,7 +270,7 @@ describe("ResourceStore.update", () => {
     const parent = await org();
     await child(parent, "taken");
     const uid = await child(parent, "free");
-    const err = await refusal(store.update(uid, group({ name: "taken" }), mask("name")));
+    const err = await refusal(store.update(uid, group({ name: "taken" }), mask("name"), updating));
     expect(err.code).toBe(Code.AlreadyExists);
     expect(err.rawMessage).toBe('Already exists: a sibling group named "taken" already exists');
     expect((await stored(uid))?.name).toBe("free");
@@ -226,7 +279,7 @@ describe("ResourceStore.update", () => {
   it("hands `extra` the transaction and both messages, writes what it returns, and rolls back when it throws", async () => {
     const uid = await child(await org(), "extra");
     const seen: { next: string; current: string; inTx: string }[] = [];
-    const updated = await store.update(uid, group({ description: "after" }), mask("description"), async (tx, next, current) => {
+    const updated = await store.update(uid, group({ description: "after" }), mask("description"), updating, async (tx, next, current) => {
       const [locked] = await tx.select().from(schema.groups).where(eq(schema.groups.uid, uid));
       seen.push({ next: next.description, current: current.description, inTx: locked!.description });
       return { verified: true };
@@ -235,7 +288,7 @@ describe("ResourceStore.update", () => {
     expect(updated).toMatchObject({ description: "after", verified: true });
 
     const refused = new Error("refused by extra");
-    await expect(store.update(uid, group({ description: "never" }), mask("description"), () => Promise.reject(refused))).rejects.toBe(refused);
+    await expect(store.update(uid, group({ description: "never" }), mask("description"), updating, () => Promise.reject(refused))).rejects.toBe(refused);
     expect((await stored(uid))?.description).toBe("after");
   });
 
@@ -247,7 +300,7 @@ describe("ResourceStore.update", () => {
     // transaction at a time anyway; this bites on PostgreSQL.)
     await Promise.all(
       Array.from({ length: n }, (_, i) =>
-        store.update(uid, group({ description: `writer ${i}` }), mask("description"), (_tx, _next, current) => ({
+        store.update(uid, group({ description: `writer ${i}` }), mask("description"), updating, (_tx, _next, current) => ({
           resourceLimits: { count: (current.resourceLimits["count"] ?? 0) + 1 },
         })),
       ),
@@ -259,15 +312,15 @@ describe("ResourceStore.update", () => {
 describe("ResourceStore.delete", () => {
   it("deletes the row and is NOT_FOUND the second time", async () => {
     const uid = await org();
-    await store.delete(uid);
+    await store.delete(uid, deleting);
     expect(await stored(uid)).toBeUndefined();
-    const err = await refusal(store.delete(uid));
+    const err = await refusal(store.delete(uid, deleting));
     expect(err.code).toBe(Code.NotFound);
     expect(err.findDetails(ResourceInfoSchema)[0]).toMatchObject({ resourceType: "group", resourceName: uid });
   });
 
   it("is INVALID_ARGUMENT on uid for an empty uid", async () => {
-    const err = await refusal(store.delete(""));
+    const err = await refusal(store.delete("", deleting));
     expect(err.code).toBe(Code.InvalidArgument);
     expect(err.findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.field).toBe("uid");
   });
@@ -275,9 +328,9 @@ describe("ResourceStore.delete", () => {
   it("runs `before` in the delete's transaction: its writes commit with the delete", async () => {
     const parent = await org();
     const kid = newChildUid(parent);
-    await store.create(group({ name: "kid" }), { uid: kid, parentUid: parent });
+    await store.create(group({ name: "kid" }), { uid: kid, parentUid: parent }, creating);
     // The child's foreign key would refuse the delete unless `before` removes it first, in the same transaction.
-    await store.delete(parent, async (tx, row) => {
+    await store.delete(parent, deleting, async (tx, row) => {
       expect(row.uid).toBe(parent);
       await tx.delete(schema.groups).where(eq(schema.groups.parentUid, row.uid));
     });
@@ -288,10 +341,10 @@ describe("ResourceStore.delete", () => {
   it("rolls back `before`'s writes and keeps the row when `before` throws", async () => {
     const parent = await org();
     const kid = newChildUid(parent);
-    await store.create(group({ name: "kid" }), { uid: kid, parentUid: parent });
+    await store.create(group({ name: "kid" }), { uid: kid, parentUid: parent }, creating);
     const refused = new Error("not empty");
     await expect(
-      store.delete(parent, async (tx) => {
+      store.delete(parent, deleting, async (tx) => {
         await tx.delete(schema.groups).where(eq(schema.groups.parentUid, parent));
         throw refused;
       }),
@@ -302,8 +355,8 @@ describe("ResourceStore.delete", () => {
 
   it("leaves a foreign-key refusal of the delete to the caller and keeps the row", async () => {
     const parent = await org();
-    await store.create(group({ name: "kid" }), { uid: newChildUid(parent), parentUid: parent });
-    const e = await store.delete(parent).then(
+    await store.create(group({ name: "kid" }), { uid: newChildUid(parent), parentUid: parent }, creating);
+    const e = await store.delete(parent, deleting).then(
       () => undefined,
       (err: unknown) => err,
     );

@@ -1,9 +1,10 @@
-import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
+import { clone, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import type { FieldMask } from "@bufbuild/protobuf/wkt";
 import { eq, getTableName, sql } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
 import { isForeignKeyViolation, isUniqueViolation, type Database, type Executor, type Transaction } from "../db/index.js";
 import { alreadyExists, invalidArgument, notFound } from "../errors/index.js";
+import { declaredEventType, type ChangeCall, type EventRecorder } from "../events/index.js";
 import { applyUpdate } from "../fieldmask/index.js";
 
 /** How one resource maps between its table and its message. */
@@ -22,6 +23,10 @@ export interface ResourceMapping<T extends PgTable, Desc extends DescMessage> {
   duplicate?: (message: MessageShape<Desc>) => string;
   /** NOT_FOUND kind for a foreign-key failure on insert ("group" when the parent is missing). */
   missingReference?: string;
+  /** The group a row's events belong to (docs/design.md, "Events"); null for global rows. */
+  eventGroup: (row: T["$inferSelect"]) => string | null;
+  /** Fills fields that live in other tables (a repo's active tags, a binding's identity), for a whole page at once. */
+  decorate?: ((db: Executor, messages: MessageShape<Desc>[]) => Promise<MessageShape<Desc>[]>) | undefined;
 }
 
 export function requireField(value: string, field: string): string {
@@ -37,6 +42,8 @@ export function requireField(value: string, field: string): string {
 export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
   private readonly hasCreateTime: boolean;
   private readonly hasUpdateTime: boolean;
+  /** The row property holding the uid (the subject of the row's events). */
+  private readonly uidKey: string;
   /** Get by uid, the hottest statement: its SQL is built once, not per request. */
   private readonly getByUid: { execute(values: { uid: string }): Promise<unknown[]> };
 
@@ -44,10 +51,12 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
     private readonly db: Database,
     private readonly clock: () => Date,
     readonly mapping: ResourceMapping<T, Desc>,
+    private readonly events: EventRecorder,
   ) {
     // Tables name their timestamps createTime/updateTime; the store keeps them.
     this.hasCreateTime = "createTime" in mapping.table;
     this.hasUpdateTime = "updateTime" in mapping.table;
+    this.uidKey = propertyOfUid(mapping);
     this.getByUid = db
       .select()
       .from(mapping.table as PgTable)
@@ -78,14 +87,22 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
     return this.mapping.toMessage(row as T["$inferSelect"]);
   }
 
-  /** Validates and inserts; `extra` supplies uid, parent and output-only columns. */
-  async create(message: MessageShape<Desc>, extra: Partial<T["$inferInsert"]>, db: Executor = this.db): Promise<MessageShape<Desc>> {
+  /**
+   * Validates and inserts; `extra` supplies uid, parent and output-only columns.
+   * The insert and its event share `tx`, or a transaction of their own.
+   */
+  async create(message: MessageShape<Desc>, extra: Partial<T["$inferInsert"]>, call: ChangeCall, tx?: Transaction): Promise<MessageShape<Desc>> {
     const m = this.mapping;
     m.validate(message);
     const values = { ...m.toColumns(message), ...this.stamps(true), ...extra } as T["$inferInsert"];
+    const insert = async (tx: Transaction) => {
+      const [row] = (await tx.insert(m.table).values(values).returning()) as T["$inferSelect"][];
+      const created = m.toMessage(row!);
+      await this.recordChange(tx, call, row!, undefined, await this.eventMessage(tx, call, created));
+      return created;
+    };
     try {
-      const [row] = (await db.insert(m.table).values(values).returning()) as T["$inferSelect"][];
-      return m.toMessage(row!);
+      return await (tx ? insert(tx) : this.db.transaction(insert));
     } catch (e) {
       throw this.constraintError(e, message, values);
     }
@@ -100,6 +117,7 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
     uid: string,
     patch: MessageShape<Desc>,
     mask: FieldMask | undefined,
+    call: ChangeCall,
     extra: (
       tx: Transaction,
       next: MessageShape<Desc>,
@@ -111,11 +129,14 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
     try {
       return await this.db.transaction(async (tx) => {
         const current = m.toMessage(await this.row(tx, uid, true));
+        const before = await this.eventMessage(tx, call, current);
         next = applyUpdate(m.schema, current, patch, mask);
         m.validate(next);
         const values = { ...m.toColumns(next), ...this.stamps(false), ...(await extra(tx, next, current)) };
         const [row] = (await tx.update(m.table).set(values).where(eq(m.uid, uid)).returning()) as T["$inferSelect"][];
-        return m.toMessage(row!);
+        const updated = m.toMessage(row!);
+        await this.recordChange(tx, call, row!, before, await this.eventMessage(tx, call, updated));
+        return updated;
       });
     } catch (e) {
       throw this.constraintError(e, next ?? patch, {});
@@ -123,13 +144,31 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
   }
 
   /** Deletes under a row lock; `before` runs in the same transaction (checks, dependent rows). */
-  async delete(uid: string, before: (tx: Transaction, row: T["$inferSelect"]) => Promise<void> = async () => {}): Promise<void> {
+  async delete(uid: string, call: ChangeCall, before: (tx: Transaction, row: T["$inferSelect"]) => Promise<void> = async () => {}): Promise<void> {
     const m = this.mapping;
     await this.db.transaction(async (tx) => {
       const row = await this.row(tx, requireField(uid, "uid"), true);
       await before(tx, row);
+      // Decorated while the row (and what it references) is still there.
+      const gone = await this.eventMessage(tx, call, m.toMessage(row));
       await tx.delete(m.table).where(eq(m.uid, uid));
+      await this.recordChange(tx, call, row, gone, undefined);
     });
+  }
+
+  /** The resource as an event shows it (decorated like an answer), or nothing when `call` records no event. */
+  private async eventMessage(tx: Transaction, call: ChangeCall, message: MessageShape<Desc>): Promise<MessageShape<Desc> | undefined> {
+    if (!declaredEventType(call.method)) return undefined;
+    const decorate = this.mapping.decorate;
+    // A copy: decoration may fill the message in place, and the caller's is its answer.
+    return decorate ? (await decorate(tx, [clone(this.mapping.schema, message)]))[0] : message;
+  }
+
+  /** Records the event of a change in its transaction (docs/design.md, "Events"). */
+  recordChange(tx: Transaction, call: ChangeCall, row: T["$inferSelect"], before: MessageShape<Desc> | undefined, after: MessageShape<Desc> | undefined): Promise<void> {
+    const m = this.mapping;
+    const subject = String((row as Record<string, unknown>)[this.uidKey]);
+    return this.events.change(tx, call, { schema: m.schema, subject, group: m.eventGroup(row), before, after });
   }
 
   private constraintError(e: unknown, message: MessageShape<Desc>, values: object): unknown {
@@ -142,4 +181,12 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
     }
     return e;
   }
+}
+
+// The row property (JS key) of a mapping's uid column.
+function propertyOfUid<T extends PgTable, Desc extends DescMessage>(m: ResourceMapping<T, Desc>): string {
+  for (const [key, col] of Object.entries(m.table as unknown as Record<string, unknown>)) {
+    if (col === m.uid) return key;
+  }
+  throw new Error(`${m.kind}: its uid column is not in its table`);
 }

@@ -1,3 +1,6 @@
+import { toJson } from "@bufbuild/protobuf";
+import { Egress } from "../egress/index.js";
+import { EventHub, EventRecorder } from "../events/index.js";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -28,7 +31,15 @@ beforeAll(async () => {
   handle = await openDatabase({ pgliteDir: "memory://" });
   const secrets = new SecretBox(Buffer.alloc(32, 7));
   const clock = () => new Date("2026-01-01T00:00:00Z");
-  ctx = { db: handle.db, list: await ListEngine.create(handle.db, secrets, clock), clock, secrets };
+  ctx = {
+    db: handle.db,
+    list: await ListEngine.create(handle.db, secrets, clock),
+    clock,
+    secrets,
+    events: new EventRecorder({ source: "https://platform.test", clock, render: (desc, message) => toJson(desc, message), retryForMs: 1000 }),
+    eventHub: new EventHub(),
+    egress: new Egress({ allowInsecure: false }),
+  };
   // Building every service defines every resource, as the server does at start.
   for (const s of API_SERVICES) s.implement(ctx);
 });

@@ -19,8 +19,6 @@ export interface ResourceDefinition<T extends PgTable, Desc extends DescMessage>
   list: ListSource<T>;
   /** Filters of the List request beyond scope and name (validated; throw INVALID_ARGUMENT). */
   listFilters?: (req: never) => ExtraFilters;
-  /** Fills fields that live in other tables (a repo's active tags), for a whole page at once. */
-  decorate?: (db: Executor, messages: MessageShape<Desc>[]) => Promise<MessageShape<Desc>[]>;
   /** The uid of a new row in `parent` (default: a fresh child uid under the parent's path). */
   newUid?: (parent: string) => string;
   /** Runs inside the delete's transaction, after the row lock: checks and dependent rows. */
@@ -30,8 +28,10 @@ export interface ResourceDefinition<T extends PgTable, Desc extends DescMessage>
 }
 
 /** What a definition states; the List engine's view defaults from the table's columns. */
-export type ResourceInput<T extends PgTable, Desc extends DescMessage> = Omit<ResourceDefinition<T, Desc>, "list" | "uid"> & {
+export type ResourceInput<T extends PgTable, Desc extends DescMessage> = Omit<ResourceDefinition<T, Desc>, "list" | "uid" | "eventGroup"> & {
   uid?: PgColumn;
+  /** The group a row's events belong to: by default the row itself for groups, else its parent (null for global rows). */
+  eventGroup?: (row: T["$inferSelect"]) => string | null;
   list?: Partial<ListSource<T>>;
   /**
    * Rows live in a group, and a group holding any cannot be deleted: the plural
@@ -66,12 +66,27 @@ export function defineResource<T extends PgTable, Desc extends DescMessage>(inpu
     ...input.list,
   };
   const { groupContent, ...rest } = input;
+  const uidKey = propertyOf(input.table, uid);
+  const parentKey = list.parentUid ? propertyOf(input.table, list.parentUid) : undefined;
+  const eventGroup =
+    input.eventGroup ??
+    ((row: T["$inferSelect"]) => {
+      const r = row as Record<string, unknown>;
+      if (list.isGroup) return String(r[uidKey]);
+      return parentKey ? ((r[parentKey] as string | null) ?? null) : null;
+    });
   if (groupContent) {
     if (!list.parentUid) throw new Error(`${input.kind}: a group content needs a parentUid column`);
     // Definitions built per server (those holding its secrets) register once.
     if (!groupContents.some((c) => c.table === input.table)) groupContents.push({ label: groupContent, table: input.table, parentUid: list.parentUid });
   }
-  return { ...rest, uid, list };
+  return { ...rest, uid, list, eventGroup };
+}
+
+// The row property (JS key) under which drizzle returns a column.
+function propertyOf(table: PgTable, column: PgColumn): string {
+  for (const [key, col] of Object.entries(getTableColumns(table))) if (col === column) return key;
+  throw new Error(`column ${column.name} is not in its table`);
 }
 
 type Handler = (req: never, context: HandlerContext) => Promise<unknown>;
@@ -93,7 +108,7 @@ export function resourceService<S extends DescService, T extends PgTable, Desc e
   ctx: ServiceContext,
   custom: Partial<ServiceImpl<S>> | ((store: ResourceStore<T, Desc>) => Partial<ServiceImpl<S>>) = {},
 ): ServiceImpl<S> {
-  const store = new ResourceStore(ctx.db, ctx.clock, def);
+  const store = new ResourceStore(ctx.db, ctx.clock, def, ctx.events);
   const written = typeof custom === "function" ? custom(store) : custom;
   const decorate = def.decorate ?? (async (_db: Executor, page: MessageShape<Desc>[]) => page);
   const one = async (m: MessageShape<Desc>) => (await decorate(ctx.db, [m]))[0]!;
@@ -128,27 +143,27 @@ export function resourceService<S extends DescService, T extends PgTable, Desc e
         const body = resourceField(method.input, def.schema, false);
         if (method.output !== def.schema || !body || !field("parent")) return undefined;
         const newUid = def.newUid ?? newChildUid;
-        return (req: Record<string, unknown>) => {
+        return (req: Record<string, unknown>, context) => {
           const parent = requireField(req["parent"] as string, "parent");
           const message = (req[body.localName] as MessageShape<Desc> | undefined) ?? create(def.schema);
           // A new row holds nothing yet: no decoration.
-          return store.create(message, { uid: newUid(parent), parentUid: parent } as Partial<T["$inferInsert"]>);
+          return store.create(message, { uid: newUid(parent), parentUid: parent } as Partial<T["$inferInsert"]>, context);
         };
       }
       case "Update": {
         const body = resourceField(method.input, def.schema, false);
         if (method.output !== def.schema || !body || !field("update_mask")) return undefined;
-        return async (req: Record<string, unknown>) => {
+        return async (req: Record<string, unknown>, context) => {
           const message = (req[body.localName] as MessageShape<Desc> | undefined) ?? create(def.schema);
           const uid = requireField((message as { uid?: string }).uid ?? "", `${body.name}.uid`);
-          return one(await store.update(uid, message, req["updateMask"] as never));
+          return one(await store.update(uid, message, req["updateMask"] as never, context));
         };
       }
       case "Delete":
         if (!field("uid")) return undefined;
-        return async (req: { uid: string }) => {
+        return async (req: { uid: string }, context) => {
           try {
-            await store.delete(req.uid, def.beforeDelete);
+            await store.delete(req.uid, context, def.beforeDelete);
           } catch (e) {
             throw def.stillReferenced && isForeignKeyViolation(e) ? def.stillReferenced(req.uid) : e;
           }

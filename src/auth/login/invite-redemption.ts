@@ -28,7 +28,7 @@ async function refusal(tx: Executor, code: string, now: Date): Promise<LoginErro
  * checks its email restriction (inviteEmailSatisfied), records the
  * redemption (single use is decided atomically) and binds the invite's role
  * at its group. Runs in the login's transaction, so a refused invite undoes
- * the whole login.
+ * the whole login. Returns the invite's uid.
  */
 export async function redeemInvite(
   tx: Executor,
@@ -37,7 +37,7 @@ export async function redeemInvite(
   via: SignInVia,
   identityUid: string,
   now: Date,
-): Promise<void> {
+): Promise<string> {
   checkInviteFormat(code);
   const invite = await findRedeemableInvite(tx, code, now);
   if (!invite) throw await refusal(tx, code, now);
@@ -49,4 +49,5 @@ export async function redeemInvite(
   }
   if (!(await markInviteRedeemed(tx, invite.uid, now))) throw await refusal(tx, code, now);
   await grantRole(tx, invite.parentUid, identityUid, invite.roleUid, now);
+  return invite.uid;
 }

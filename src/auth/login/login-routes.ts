@@ -1,3 +1,4 @@
+import type { EventRecorder } from "../../events/index.js";
 import { timingSafeEqual } from "node:crypto";
 import type { Logger } from "pino";
 import type { SecretBox } from "../../crypto/index.js";
@@ -41,6 +42,8 @@ export interface LoginDeps {
   /** The egress guard every request to an upstream provider goes through. */
   egress: Egress;
   log: Logger;
+  /** Records each sign-in in the audit log. */
+  events: EventRecorder;
 }
 
 const MAX_CLI_STATE = 512;
@@ -102,7 +105,7 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
   const devPath = `${prefix}/oauth/dev`;
   const states = new LoginStates(deps.db, deps.secrets, deps.clock, deps.authUrl);
   const upstreams = new Upstreams({ db: deps.db, secrets: deps.secrets, global: deps.upstream, egress: deps.egress, redirectUri, clock: deps.clock });
-  const signInDeps: SignInDeps = { db: deps.db, tokens: deps.tokens, audience: deps.baseUrl, clock: deps.clock, admins: deps.admins };
+  const signInDeps: SignInDeps = { db: deps.db, tokens: deps.tokens, audience: deps.baseUrl, clock: deps.clock, admins: deps.admins, events: deps.events };
 
   // The description is what the person sees; the cause (which may name internal hosts and ports) goes to the log only.
   const logRefusal = (error: LoginError) =>

@@ -1,5 +1,6 @@
 import { grantRootRole } from "../../authz/grant-role.js";
-import type { Database } from "../../db/index.js";
+import { parentOf, type Database } from "../../db/index.js";
+import type { EventRecorder } from "../../events/index.js";
 import type { MintedToken, TokenService } from "../tokens.js";
 import { redeemInvite } from "./invite-redemption.js";
 import { bindDefaultRole, findOrCreatePersonIdentity } from "./person-identity.js";
@@ -15,7 +16,12 @@ export interface SignInDeps {
   clock: () => Date;
   /** PLATFORM_ADMINS: people made `owner` at the root at sign-in. */
   admins: PlatformAdmins;
+  /** Records the sign-in in the audit log, in its transaction. */
+  events: EventRecorder;
 }
+
+/** The event type of a sign-in (docs/design.md, "Events"). */
+export const SIGNED_IN_EVENT = "platform.auth.signed_in.v1";
 
 /**
  * The end of every login, whichever provider signed the person in: their
@@ -36,7 +42,16 @@ export async function signIn(
     const uid = await findOrCreatePersonIdentity(tx, person, now);
     if (deps.admins.includes(person, opts.via)) await grantRootRole(tx, uid, "owner", now);
     if (idp?.defaultRoleUid) await bindDefaultRole(tx, idp.groupUid, uid, idp.defaultRoleUid, now);
-    if (opts.invite) await redeemInvite(tx, opts.invite, person, opts.via, uid, now);
+    const invited = opts.invite ? await redeemInvite(tx, opts.invite, person, opts.via, uid, now) : undefined;
+    // The organization signed in to, or invited to; a person's own identity is root-level (global).
+    const group = idp?.groupUid ?? (invited ? parentOf(invited) : "");
+    await deps.events.record(tx, {
+      type: SIGNED_IN_EVENT,
+      subject: uid,
+      actor: uid,
+      group: group || null,
+      data: { outcome: "accepted", via: opts.via.kind, ...(invited ? { invite: invited } : {}) },
+    });
     return uid;
   });
   return deps.tokens.mint(identityUid, deps.audience);

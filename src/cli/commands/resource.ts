@@ -229,7 +229,7 @@ async function list(spec: ResourceSpec, cmd: Command, io: CliIo): Promise<void> 
   if (next) ctx.note(`more: --page-token ${next} (or --all)`);
 }
 
-function addList(group: Command, spec: ResourceSpec, io: CliIo): void {
+export function addList(group: Command, spec: ResourceSpec, io: CliIo): void {
   const cmd = group
     .command("list")
     .description(`list ${spec.command} (what the caller may list)`)

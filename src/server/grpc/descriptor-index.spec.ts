@@ -51,6 +51,7 @@ describe("DescriptorIndex", () => {
       "google/protobuf/field_mask.proto",
       "google/protobuf/timestamp.proto",
       "platform/common/v1/authorization.proto",
+      "platform/common/v1/events.proto",
       "platform/common/v1/uidp.proto",
       "google/api/http.proto",
       "google/protobuf/descriptor.proto",
@@ -82,7 +83,8 @@ describe("DescriptorIndex", () => {
     expect(idx.fileContainingExtension(".google.protobuf.FieldOptions", 1052)).toBe("google/api/field_behavior.proto");
     expect(idx.fileContainingExtension("google.protobuf.FieldOptions", 1)).toBeUndefined();
     expect(idx.fileContainingExtension("google.protobuf.MethodOptions", 51001)).toBe("platform/common/v1/authorization.proto");
-    expect(idx.extensionNumbersOf("google.protobuf.MethodOptions")).toEqual([51001, 72295728]);
+    expect(idx.fileContainingExtension("google.protobuf.MethodOptions", 51002)).toBe("platform/common/v1/events.proto");
+    expect(idx.extensionNumbersOf("google.protobuf.MethodOptions")).toEqual([51001, 51002, 72295728]);
     expect(idx.extensionNumbersOf("platform.iam.v2beta1.Group")).toEqual([]);
     expect(idx.extensionNumbersOf("platform.iam.v2beta1.GroupsService")).toBeUndefined();
   });

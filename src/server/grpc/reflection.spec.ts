@@ -18,6 +18,7 @@ const GROUPS = "platform.iam.v2beta1.GroupsService";
 const GROUPS_FILE = "platform/iam/v2beta1/groups.proto";
 const HTTP_RULE_EXTENSION = 72295728; // google.api.http on google.protobuf.MethodOptions
 const AUTHORIZATION_EXTENSION = 51001; // platform.common.v1.authorization on google.protobuf.MethodOptions
+const EVENT_TYPE_EXTENSION = 51002; // platform.common.v1.event_type on google.protobuf.MethodOptions
 const FIELD_BEHAVIOR_EXTENSION = 1052; // google.api.field_behavior on google.protobuf.FieldOptions
 
 let server: RunningServer;
@@ -185,7 +186,7 @@ describe.each<ReflectionVersion>(["v1", "v1alpha"])("grpc.reflection.%s over grp
     expect(names(byExtension)[0]).toBe("google/api/annotations.proto");
     expect(numbers?.all_extension_numbers_response).toEqual({
       base_type_name: "google.protobuf.MethodOptions",
-      extension_number: [AUTHORIZATION_EXTENSION, HTTP_RULE_EXTENSION],
+      extension_number: [AUTHORIZATION_EXTENSION, EVENT_TYPE_EXTENSION, HTTP_RULE_EXTENSION],
     });
     expect(fieldNumbers?.all_extension_numbers_response?.extension_number).toEqual([FIELD_BEHAVIOR_EXTENSION]);
     expect(noExtensions?.all_extension_numbers_response?.extension_number).toEqual([]);

@@ -104,13 +104,13 @@ export const accountAssociationResource = defineResource({
 export function accountAssociationsService(ctx: ServiceContext): ServiceImpl<typeof AccountAssociationsService> {
   return resourceService(AccountAssociationsService, accountAssociationResource, ctx, (store) => ({
     // One per group: the group's uid is the association's primary key.
-    createAccountAssociation(req) {
+    createAccountAssociation(req, context) {
       const group = requireField(req.parent, "parent");
       return store.create(req.accountAssociation ?? create(AccountAssociationSchema), {
         uid: group,
         parentUid: group,
         path: scopePath(group),
-      });
+      }, context);
     },
   }));
 }

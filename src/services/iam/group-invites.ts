@@ -150,6 +150,7 @@ export function groupInvitesService(ctx: ServiceContext): ServiceImpl<typeof Gro
             updateTime: now,
             expirationTime: new Date(now.getTime() + ttlMillis(invite.ttl)),
           },
+          context,
           tx,
         );
         created.code = code;

@@ -58,12 +58,12 @@ export function groupsService(ctx: ServiceContext): ServiceImpl<typeof GroupsSer
   return resourceService(GroupsService, groupResource, ctx, (store) => ({
     async createGroup(req, context) {
       const input = req.group ?? create(GroupSchema);
-      if (req.parent) return store.create(input, { uid: newChildUid(req.parent), parentUid: req.parent });
+      if (req.parent) return store.create(input, { uid: newChildUid(req.parent), parentUid: req.parent }, context);
       // A new organization: its creator becomes its owner in the same transaction.
       const creator = context.values.get(principalKey);
       if (!creator) throw unauthenticated("missing credentials");
       return ctx.db.transaction(async (tx) => {
-        const group = await store.create(input, { uid: newRootUid(), parentUid: null }, tx);
+        const group = await store.create(input, { uid: newRootUid(), parentUid: null }, context, tx);
         await grantRole(tx, group.uid, creator.identityUid, "owner", ctx.clock());
         return group;
       });

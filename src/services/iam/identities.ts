@@ -110,7 +110,7 @@ async function assertMayRetarget(tx: Executor, grants: Grants, identityUid: stri
 export function identitiesService(ctx: ServiceContext): ServiceImpl<typeof IdentitiesService> {
   // Delete is the shared one: role_bindings.identity_uid cascades, so the bindings go in the same statement.
   return resourceService(IdentitiesService, identityResource, ctx, (store) => ({
-    createIdentity(req) {
+    createIdentity(req, context) {
       const parent = requireField(req.parent, "parent");
       // Seen at the instant it was created: one clock reading for all three.
       const now = ctx.clock();
@@ -120,13 +120,13 @@ export function identitiesService(ctx: ServiceContext): ServiceImpl<typeof Ident
         lastSeenTime: now,
         createTime: now,
         updateTime: now,
-      });
+      }, context);
     },
 
     updateIdentity(req, context) {
       const grants = callerGrants(context);
       const uid = requireField(req.identity?.uid ?? "", "identity.uid");
-      return store.update(uid, req.identity ?? create(IdentitySchema), req.updateMask, async (tx, next, current) => {
+      return store.update(uid, req.identity ?? create(IdentitySchema), req.updateMask, context, async (tx, next, current) => {
         const unchanged = equals(ClaimMatchSchema, next.claimMatch ?? create(ClaimMatchSchema), current.claimMatch ?? create(ClaimMatchSchema));
         if (!unchanged) await assertMayRetarget(tx, grants, uid);
         return {};

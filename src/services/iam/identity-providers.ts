@@ -134,7 +134,7 @@ export function identityProvidersService(ctx: ServiceContext): ServiceImpl<typeo
         await checkDefaultRole(tx, grants, group, provider);
         const uid = newChildUid(group);
         // The uid is known before the insert: the client secret is sealed for it.
-        return store.create({ ...provider, uid }, { uid, parentUid: group }, tx);
+        return store.create({ ...provider, uid }, { uid, parentUid: group }, context, tx);
       });
       return created;
     },
@@ -143,7 +143,7 @@ export function identityProvidersService(ctx: ServiceContext): ServiceImpl<typeo
       const grants = callerGrants(context);
       const uid = requireField(req.identityProvider?.uid ?? "", "identity_provider.uid");
       const patch = req.identityProvider ?? create(IdentityProviderSchema);
-      const updated = await store.update(uid, patch, req.updateMask, async (tx, next, current) => {
+      const updated = await store.update(uid, patch, req.updateMask, context, async (tx, next, current) => {
         await checkDefaultRole(tx, grants, parentOf(uid), next);
         // The secret belongs to one client at one issuer: pointing the provider elsewhere
         // without giving a new one must not send the old one to the new issuer.

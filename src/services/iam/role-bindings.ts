@@ -12,6 +12,7 @@ import {
 import { newChildUid, parentOf, schema, type Executor } from "../../db/index.js";
 import { assertWithinCeiling, callerGrants, type Grants } from "../../authz/index.js";
 import { invalidArgument, notFound } from "../../errors/index.js";
+import type { ChangeCall } from "../../events/index.js";
 import type { ExtraFilters } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
 import { requireField, type ResourceStore } from "../resource-store.js";
@@ -65,6 +66,7 @@ function written(ctx: ServiceContext, store: ResourceStore<typeof t, typeof Role
    */
   const createAll = (
     grants: Grants,
+    call: ChangeCall,
     parent: string,
     requests: CreateRoleBindingRequest[],
     field: (n: number, name: string) => string,
@@ -77,7 +79,7 @@ function written(ctx: ServiceContext, store: ResourceStore<typeof t, typeof Role
         const role = await assertRoleVisible(tx, parent, req.roleUid, field(n, "role_uid"));
         assertWithinCeiling(grants, role.capabilities, parent, `binding role ${role.uid}`);
         const values = { uid: newChildUid(parent), parentUid: parent, identityUid: identity.uid };
-        uids.push((await store.create(create(RoleBindingSchema, { roleUid: role.uid }), values, tx)).uid);
+        uids.push((await store.create(create(RoleBindingSchema, { roleUid: role.uid }), values, call, tx)).uid);
       }
       return hydrateRoleBindings(tx, uids);
     });
@@ -87,7 +89,7 @@ function written(ctx: ServiceContext, store: ResourceStore<typeof t, typeof Role
     getRoleBinding: (req) => hydrateOne(ctx.db, requireField(req.uid, "uid")),
 
     async createRoleBinding(req, context) {
-      const [binding] = await createAll(callerGrants(context), requireField(req.parent, "parent"), [req], (_, name) => name);
+      const [binding] = await createAll(callerGrants(context), context, requireField(req.parent, "parent"), [req], (_, name) => name);
       return binding!;
     },
 
@@ -98,7 +100,7 @@ function written(ctx: ServiceContext, store: ResourceStore<typeof t, typeof Role
       req.requests.forEach((r, n) => {
         if (r.parent && r.parent !== parent) throw invalidArgument(`requests[${n}].parent`, `must be empty or equal the batch's parent ${parent}`);
       });
-      const roleBindings = await createAll(callerGrants(context), parent, req.requests, (n, name) => `requests[${n}].${name}`);
+      const roleBindings = await createAll(callerGrants(context), context, parent, req.requests, (n, name) => `requests[${n}].${name}`);
       return create(BatchCreateRoleBindingsResponseSchema, { roleBindings });
     },
 
@@ -106,7 +108,7 @@ function written(ctx: ServiceContext, store: ResourceStore<typeof t, typeof Role
       const grants = callerGrants(context);
       const uid = requireField(req.roleBinding?.uid ?? "", "role_binding.uid");
       // A binding's uid is `<group uid>/<16 hex>`: the new role must be visible from that group.
-      await store.update(uid, req.roleBinding ?? create(RoleBindingSchema), req.updateMask, async (tx, next) => {
+      await store.update(uid, req.roleBinding ?? create(RoleBindingSchema), req.updateMask, context, async (tx, next) => {
         const role = await assertRoleVisible(tx, parentOf(uid), next.roleUid ?? "", "role_uid");
         assertWithinCeiling(grants, role.capabilities, parentOf(uid), `binding role ${role.uid}`);
         return {};

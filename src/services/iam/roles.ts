@@ -76,7 +76,7 @@ export function rolesService(ctx: ServiceContext): ServiceImpl<typeof RolesServi
       roleResource.validate(role);
       assertWithinCeiling(grants, role.capabilities, parent, "the role");
       const uid = randomBytes(8).toString("hex");
-      return store.create(role, { uid, parentUid: parent, path: `${parent}/${uid}` });
+      return store.create(role, { uid, parentUid: parent, path: `${parent}/${uid}` }, context);
     },
 
     updateRole(req, context) {
@@ -84,7 +84,7 @@ export function rolesService(ctx: ServiceContext): ServiceImpl<typeof RolesServi
       const uid = requireField(req.role?.uid ?? "", "role.uid");
       refuseBuiltIn(uid, "changed");
       // Bindings of the role grant its new capabilities at once: the caller must hold them where the role lives.
-      return store.update(uid, req.role ?? create(RoleSchema), req.updateMask, (_tx, next) => {
+      return store.update(uid, req.role ?? create(RoleSchema), req.updateMask, context, (_tx, next) => {
         assertWithinCeiling(grants, next.capabilities, next.parent, "the role");
         return {};
       });

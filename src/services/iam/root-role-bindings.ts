@@ -66,7 +66,7 @@ export function rootRoleBindingsService(ctx: ServiceContext): ServiceImpl<typeof
         const role = await assertRoleVisible(tx, ROOT, req.roleUid, "role_uid");
         assertWithinCeiling(grants, role.capabilities, ROOT, `binding role ${role.uid}`);
         const values = { uid: newRootBindingUid(), identityUid: identity.uid };
-        return (await store.create(create(RoleBindingSchema, { roleUid: role.uid }), values, tx)).uid;
+        return (await store.create(create(RoleBindingSchema, { roleUid: role.uid }), values, context, tx)).uid;
       });
       return hydrateOne(ctx.db, uid);
     },

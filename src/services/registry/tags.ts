@@ -3,7 +3,7 @@ import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { eq, gte, type SQL } from "drizzle-orm";
 import { TagSchema, TagsService, type ListTagsRequest, type Tag } from "../../../gen/platform/registry/v2beta1/tags_pb.js";
-import { schema } from "../../db/index.js";
+import { parentOf, schema } from "../../db/index.js";
 import type { ExtraFilters } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
 import { defineResource, resourceService } from "../resource.js";
@@ -17,6 +17,8 @@ export const tagResource = defineResource({
   table: tags,
   schema: TagSchema,
   listFilters: tagFilters,
+  // A tag's parent is its repo: its events belong to the repo's group.
+  eventGroup: (row) => parentOf(row.parentUid),
   toMessage: (row) =>
     create(TagSchema, {
       uid: row.uid,

@@ -96,7 +96,7 @@ async function upsert(db: Executor, rows: OsvAdvisory[], now: Date): Promise<voi
 
 export function advisoriesService(ctx: ServiceContext): ServiceImpl<typeof AdvisoriesService> {
   return resourceService(AdvisoriesService, advisoryResource, ctx, {
-    async importAdvisories(req) {
+    async importAdvisories(req, context) {
       const documents = readOsvDocuments(req.documents);
       return ctx.db.transaction(async (tx) => {
         const current = await tx
@@ -116,6 +116,12 @@ export function advisoriesService(ctx: ServiceContext): ServiceImpl<typeof Advis
           return create(ResultSchema, { index, advisoryId: doc.advisoryId, uid: doc.uid, outcome });
         });
         await upsert(tx, [...writes.values()], ctx.clock());
+        // One event per advisory written; advisories are global, so only platform administrators see them.
+        for (const result of results) {
+          if (result.outcome !== Outcome.CREATED && result.outcome !== Outcome.UPDATED) continue;
+          const data = { advisoryId: result.advisoryId, outcome: result.outcome === Outcome.CREATED ? "created" : "updated", modified: writes.get(result.uid)!.modified };
+          await ctx.events.call(tx, context, { subject: result.uid, group: null, data });
+        }
         return create(ImportAdvisoriesResponseSchema, { results });
       });
     },

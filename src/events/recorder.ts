@@ -1,0 +1,129 @@
+import { randomBytes } from "node:crypto";
+import { clone, getOption, type DescMessage, type DescMethod, type JsonValue, type Message } from "@bufbuild/protobuf";
+import type { ContextValues } from "@connectrpc/connect";
+import { sql } from "drizzle-orm";
+import { event_type } from "../../gen/platform/common/v1/events_pb.js";
+import { principalKey } from "../auth/principal.js";
+import type { Executor } from "../db/index.js";
+import { withoutInputOnly } from "../services/input-only.js";
+
+/** The part of a call a recorded change needs: the method (its declared type) and the caller. */
+export interface ChangeCall {
+  method: DescMethod;
+  values: ContextValues;
+}
+
+/** One change of one resource. */
+export interface Change {
+  /** The resource's message type, for its JSON. */
+  schema: DescMessage;
+  subject: string;
+  /** The group the change belongs to; null for global resources. */
+  group: string | null;
+  before?: Message | undefined;
+  after?: Message | undefined;
+}
+
+/** An event that is not a resource change (token exchanges, sign-ins). */
+export interface PlainEvent {
+  type: string;
+  subject: string;
+  actor: string;
+  group: string | null;
+  data: Record<string, JsonValue>;
+}
+
+export interface EventRecorderOptions {
+  /** CloudEvents `source`: the API base URL. */
+  source: string;
+  clock: () => Date;
+  /** The API's JSON for a message (the REST renderer). */
+  render: (schema: DescMessage, message: Message) => JsonValue;
+  /** How long a failing webhook delivery is retried. */
+  retryForMs: number;
+}
+
+const declared = new Map<DescMethod, string>();
+
+/** The event type `method` declares (`option (platform.common.v1.event_type)`), or "" for a method that writes nothing. */
+export function declaredEventType(method: DescMethod): string {
+  let type = declared.get(method);
+  if (type === undefined) {
+    type = getOption(method, event_type);
+    declared.set(method, type);
+  }
+  return type;
+}
+
+/** An event id: the time in milliseconds, then randomness, in hex, so ids sort in recording order. */
+export function newEventUid(time: Date): string {
+  return time.getTime().toString(16).padStart(12, "0") + randomBytes(8).toString("hex");
+}
+
+/** Every group a subscription at which receives an event of `group`: the group and those above it. */
+function groupAndAncestors(group: string): string[] {
+  const segments = group.split("/");
+  return segments.map((_, i) => segments.slice(0, i + 1).join("/"));
+}
+
+/**
+ * Writes events into the transaction of the change they describe (docs/design.md,
+ * "Events"), together with one pending delivery per matching webhook
+ * subscription, in one statement. Commit makes the change, its event and its
+ * deliveries visible at once; a rollback takes all three back.
+ */
+export class EventRecorder {
+  constructor(private readonly opts: EventRecorderOptions) {}
+
+  /** Records the change `call` made, as the type its method declares (nothing when it declares none). */
+  async change(tx: Executor, call: ChangeCall, change: Change): Promise<void> {
+    const type = declaredEventType(call.method);
+    if (!type) return;
+    const data: Record<string, JsonValue> = {};
+    if (change.before) data["before"] = this.json(change.schema, change.before);
+    if (change.after) data["after"] = this.json(change.schema, change.after);
+    await this.insert(tx, { type, subject: change.subject, actor: call.values.get(principalKey)?.identityUid ?? "", group: change.group, data });
+  }
+
+  /** Records what `call` did as the type its method declares, with `data` as given (an import's outcomes). */
+  async call(tx: Executor, call: ChangeCall, event: Omit<PlainEvent, "type" | "actor">): Promise<void> {
+    const type = declaredEventType(call.method);
+    if (type) await this.insert(tx, { ...event, type, actor: call.values.get(principalKey)?.identityUid ?? "" });
+  }
+
+  /** Records an event that is not made by an API call (token exchanges, sign-ins). */
+  async record(tx: Executor, event: PlainEvent): Promise<void> {
+    await this.insert(tx, event);
+  }
+
+  private json(schema: DescMessage, message: Message): JsonValue {
+    // A copy: the caller's message is its answer, which may still carry a secret to return once.
+    return this.opts.render(schema, withoutInputOnly(schema, clone(schema, message)));
+  }
+
+  private async insert(tx: Executor, e: PlainEvent): Promise<void> {
+    const time = this.opts.clock();
+    const deadline = new Date(time.getTime() + this.opts.retryForMs);
+    const uid = newEventUid(time);
+    const event = sql`INSERT INTO events (uid, type, source, subject, actor, parent_uid, time, data)
+      VALUES (${uid}, ${e.type}, ${this.opts.source}, ${e.subject}, ${e.actor}, ${e.group}, ${time.toISOString()}, ${JSON.stringify(e.data)}::jsonb)`;
+    // A global event (no group) goes to no subscription: subscriptions live in groups.
+    if (!e.group) {
+      await tx.execute(event);
+      return;
+    }
+    const groups = sql.join(
+      groupAndAncestors(e.group).map((g) => sql`${g}`),
+      sql`, `,
+    );
+    // Subscriptions at the event's group or above, whose type prefixes match (none: every type).
+    await tx.execute(sql`
+      WITH e AS (${event} RETURNING seq)
+      INSERT INTO event_deliveries (subscription_uid, event_uid, event_seq, subject, next_attempt_time, deadline)
+      SELECT s.uid, ${uid}, e.seq, ${e.subject}, ${time.toISOString()}, ${deadline.toISOString()}
+      FROM e, subscriptions s
+      WHERE s.parent_uid IN (${groups})
+        AND (jsonb_array_length(s.types) = 0 OR EXISTS (
+          SELECT 1 FROM jsonb_array_elements_text(s.types) p WHERE starts_with(${e.type}, p)))`);
+  }
+}

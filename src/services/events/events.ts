@@ -1,0 +1,146 @@
+import { create } from "@bufbuild/protobuf";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { and, asc, eq, gt, gte, inArray, lt, sql, type SQL } from "drizzle-orm";
+import { EventSchema, EventsService, ListEventsResponseSchema, type Event, type ListEventsRequest, type WatchEventsRequest } from "../../../gen/platform/events/v2beta1/events_pb.js";
+import { schema, type Executor } from "../../db/index.js";
+import { outOfRange, invalidArgument, permissionDenied } from "../../errors/index.js";
+import { listVisibilityKey, visibilityCondition, type ExtraFilters, type ListSource, type UidpFilter } from "../../list/index.js";
+import { scopeConditions } from "../../list/scope.js";
+import type { ServiceContext } from "../context.js";
+import { checkText } from "../request-check.js";
+import { toTimestamp } from "../timestamps.js";
+
+const { events } = schema;
+type EventRow = typeof events.$inferSelect;
+
+/** The audit log as the List engine reads it: scoped and made visible by the event's group. */
+export const eventsSource: ListSource<typeof events> = {
+  table: events,
+  uid: events.uid,
+  parentUid: events.parentUid,
+  path: events.parentUid,
+  isGroup: false,
+  sortable: { time: events.time },
+};
+
+/** Events replayed by one WatchEvents call at most; an older resume point pages with ListEvents first. */
+export const MAX_REPLAY = 10_000;
+const REPLAY_PAGE = 500;
+const MAX_ID_LENGTH = 64;
+const MAX_FILTER_LENGTH = 512;
+
+export function toEventMessage(row: EventRow): Event {
+  return create(EventSchema, {
+    id: row.uid,
+    source: row.source,
+    type: row.type,
+    subject: row.subject,
+    time: toTimestamp(row.time),
+    actor: row.actor,
+    group: row.parentUid ?? "",
+    data: row.data as never,
+  });
+}
+
+/** A bound of `since`/`until` as a Date; INVALID_ARGUMENT for one outside what a Date holds. */
+function boundOf(t: Timestamp | undefined, field: string): Date | undefined {
+  if (!t) return undefined;
+  // Rows keep milliseconds: round a finer bound up so that `>=` and `<` stay exact.
+  const ms = Number(t.seconds) * 1000 + Math.ceil(t.nanos / 1e6);
+  const d = new Date(ms);
+  if (!Number.isFinite(d.getTime())) throw invalidArgument(field, "is not a time the service can compare");
+  return d;
+}
+
+interface EventFilterFields {
+  type: string;
+  typePrefix: string;
+  subject: string;
+  actor: string;
+  since?: Timestamp | undefined;
+  until?: Timestamp | undefined;
+}
+
+/** The type, subject, actor and time filters, shared by ListEvents and WatchEvents. */
+export function eventFilters(req: EventFilterFields): ExtraFilters {
+  for (const [field, value] of [["type", req.type], ["type_prefix", req.typePrefix], ["subject", req.subject], ["actor", req.actor]] as const) {
+    if (value.length > MAX_FILTER_LENGTH) throw invalidArgument(field, `must be at most ${MAX_FILTER_LENGTH} characters`);
+  }
+  const where: SQL[] = [];
+  if (req.type) where.push(eq(events.type, req.type));
+  if (req.typePrefix) where.push(sql`starts_with(${events.type}, ${req.typePrefix})`);
+  if (req.subject) where.push(eq(events.subject, req.subject));
+  if (req.actor) where.push(eq(events.actor, req.actor));
+  const since = boundOf(req.since, "since");
+  const until = boundOf(req.until, "until");
+  if (since) where.push(gte(events.time, since));
+  if (until) where.push(lt(events.time, until));
+  return {
+    where,
+    key: { type: req.type, typePrefix: req.typePrefix, subject: req.subject, actor: req.actor, since: since?.toISOString() ?? null, until: until?.toISOString() ?? null },
+  };
+}
+
+/** Everything a watch matches: its filters, its scope and the caller's visibility. */
+function watchConditions(req: WatchEventsRequest, context: HandlerContext): SQL[] {
+  for (const [field, value] of [["type", req.type], ["type_prefix", req.typePrefix], ["subject", req.subject], ["actor", req.actor], ["after_id", req.afterId]] as const) {
+    checkText(value, field);
+  }
+  const uidp: UidpFilter | undefined = req.uidp;
+  if (uidp) for (const [field, value] of Object.entries(uidp)) for (const v of [value].flat()) checkText(String(v), `uidp.${field}`);
+  const visibility = context.values.get(listVisibilityKey);
+  if (!visibility) throw permissionDenied("this list has no authorization");
+  const where = [...scopeConditions(eventsSource, uidp), ...eventFilters({ ...req, since: undefined, until: undefined }).where];
+  const visible = visibilityCondition(eventsSource, visibility);
+  if (visible) where.push(visible);
+  return where;
+}
+
+export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsService> {
+  const select = (db: Executor, where: SQL[], limit: number) =>
+    db.select().from(events).where(and(...where)).orderBy(asc(events.seq)).limit(limit);
+
+  return {
+    async listEvents(req: ListEventsRequest, context) {
+      const params = { ...req, orderBy: req.orderBy.trim() === "" ? "time" : req.orderBy };
+      const page = await ctx.list.list(ctx.db, eventsSource, params, context.values.get(listVisibilityKey), eventFilters(req));
+      return create(ListEventsResponseSchema, { ...page, events: page.rows.map(toEventMessage) });
+    },
+
+    async *watchEvents(req, context) {
+      const where = watchConditions(req, context);
+      const hub = ctx.eventHub;
+      // Listening before the replay: an event committed meanwhile is either replayed or arrives here.
+      const live = hub.subscribe(context.signal);
+      try {
+        const replayed = new Set<number>();
+        if (req.afterId) {
+          if (req.afterId.length > MAX_ID_LENGTH) throw invalidArgument("after_id", "is not an event id");
+          const [from] = await ctx.db.select({ seq: events.seq }).from(events).where(eq(events.uid, req.afterId));
+          if (!from) throw invalidArgument("after_id", "names no event (it may have been pruned); list the events to find where to resume");
+          let after = from.seq;
+          for (;;) {
+            const rows = await select(ctx.db, [...where, gt(events.seq, after)], REPLAY_PAGE);
+            for (const row of rows) {
+              if (replayed.size >= MAX_REPLAY) {
+                throw outOfRange(`more than ${MAX_REPLAY} events to replay after ${req.afterId}: page through them with ListEvents, then watch after the last one`);
+              }
+              replayed.add(row.seq);
+              yield toEventMessage(row);
+            }
+            if (rows.length < REPLAY_PAGE) break;
+            after = rows[rows.length - 1]!.seq;
+          }
+        }
+        for await (const seqs of live) {
+          const fresh = seqs.filter((s) => !replayed.has(s));
+          if (!fresh.length) continue;
+          for (const row of await select(ctx.db, [...where, inArray(events.seq, fresh)], fresh.length)) yield toEventMessage(row);
+        }
+      } finally {
+        live.close();
+      }
+    },
+  };
+}

@@ -1,0 +1,110 @@
+import { randomBytes } from "node:crypto";
+import { create } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { count, inArray } from "drizzle-orm";
+import { SubscriptionSchema, SubscriptionsService, type Subscription } from "../../../gen/platform/events/v2beta1/subscriptions_pb.js";
+import type { SecretBox } from "../../crypto/index.js";
+import { newChildUid, schema, type Executor } from "../../db/index.js";
+import { EgressError, type Egress } from "../../egress/index.js";
+import { invalidArgument } from "../../errors/index.js";
+import { subscriptionSecretContext } from "../../events/index.js";
+import type { ServiceContext } from "../context.js";
+import { requireField } from "../resource-store.js";
+import { defineResource, resourceService } from "../resource.js";
+import { toTimestamp } from "../timestamps.js";
+import { checkDescription } from "../validation.js";
+
+const { subscriptions, eventDeliveries } = schema;
+const MAX_TYPES = 50;
+const MAX_TYPE_LENGTH = 200;
+const MAX_SINK_LENGTH = 2048;
+const TYPE_PREFIX = /^[a-z0-9_.]+$/;
+
+/** A Standard Webhooks signing secret: `whsec_` and 32 random bytes in base64. */
+function newSigningSecret(): string {
+  return `whsec_${randomBytes(32).toString("base64")}`;
+}
+
+/** Fills each subscription's delivery counts in one query for the page. */
+async function withDeliveryCounts(db: Executor, page: Subscription[]): Promise<Subscription[]> {
+  if (!page.length) return page;
+  const rows = await db
+    .select({ uid: eventDeliveries.subscriptionUid, state: eventDeliveries.state, n: count() })
+    .from(eventDeliveries)
+    .where(inArray(eventDeliveries.subscriptionUid, page.map((s) => s.uid)))
+    .groupBy(eventDeliveries.subscriptionUid, eventDeliveries.state);
+  const byUid = new Map(page.map((s) => [s.uid, s]));
+  for (const r of rows) {
+    const s = byUid.get(r.uid);
+    if (!s) continue;
+    const n = BigInt(r.n);
+    if (r.state === "delivered") s.deliveredCount = n;
+    else if (r.state === "pending") s.pendingCount = n;
+    else if (r.state === "failed") s.failedCount = n;
+  }
+  return page;
+}
+
+/** The sink must be a URL the egress guard would send to (https, and a public address when it is an IP literal). */
+function checkSink(egress: Egress, sink: string): void {
+  if (!sink) throw invalidArgument("sink", "is required");
+  if (sink.length > MAX_SINK_LENGTH) throw invalidArgument("sink", `must be at most ${MAX_SINK_LENGTH} characters`);
+  try {
+    egress.checkUrl(sink);
+  } catch (e) {
+    if (e instanceof EgressError) throw invalidArgument("sink", `is not a URL events may be sent to: ${e.message}`);
+    throw e;
+  }
+}
+
+function subscriptionResource(egress: Egress) {
+  return defineResource({
+    kind: "subscription",
+    table: subscriptions,
+    schema: SubscriptionSchema,
+    groupContent: "subscriptions",
+    decorate: withDeliveryCounts,
+    toMessage: (row) =>
+      create(SubscriptionSchema, {
+        uid: row.uid,
+        sink: row.sink,
+        types: row.types,
+        description: row.description,
+        lastError: row.lastError,
+        lastErrorTime: row.lastErrorTime ? toTimestamp(row.lastErrorTime) : undefined,
+        lastDeliveryTime: row.lastDeliveryTime ? toTimestamp(row.lastDeliveryTime) : undefined,
+        createTime: toTimestamp(row.createTime),
+        updateTime: toTimestamp(row.updateTime),
+      }),
+    validate: (s: Subscription) => {
+      checkSink(egress, s.sink);
+      if (s.types.length > MAX_TYPES) throw invalidArgument("types", `at most ${MAX_TYPES} type prefixes`);
+      s.types.forEach((t, i) => {
+        if (!t || t.length > MAX_TYPE_LENGTH || !TYPE_PREFIX.test(t)) {
+          throw invalidArgument(`types[${i}]`, `must be an event type or a prefix of one (lower-case letters, digits, "_" and ".", at most ${MAX_TYPE_LENGTH} characters)`);
+        }
+      });
+      checkDescription(s.description);
+    },
+    toColumns: (s) => ({ sink: s.sink, types: [...new Set(s.types)], description: s.description }),
+    missingReference: "group",
+  });
+}
+
+export function subscriptionsService(ctx: ServiceContext): ServiceImpl<typeof SubscriptionsService> {
+  return resourceService(SubscriptionsService, subscriptionResource(ctx.egress), ctx, (store) => ({
+    async createSubscription(req, context) {
+      const parent = requireField(req.parent, "parent");
+      const uid = newChildUid(parent);
+      const secret = newSigningSecret();
+      const created = await store.create(req.subscription ?? create(SubscriptionSchema), { uid, parentUid: parent, secret: sealSecret(ctx.secrets, uid, secret) }, context);
+      // The only answer that carries the secret (never the event's data: that is rendered from the row).
+      created.secret = secret;
+      return created;
+    },
+  }));
+}
+
+function sealSecret(secrets: SecretBox, uid: string, secret: string): string {
+  return secrets.seal(secret, subscriptionSecretContext(uid));
+}

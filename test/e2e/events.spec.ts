@@ -1,0 +1,279 @@
+import grpc from "@grpc/grpc-js";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { Webhook } from "standardwebhooks";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EventsService, type Event } from "../../gen/platform/events/v2beta1/events_pb.js";
+import { connectClient, grpcJsClient, restClient, type JsonObject } from "../support/clients.js";
+import { bind, bootstrapIdentityUid, createGroup, createIdentity, expectInvalid, ok, uidOf } from "../support/rest-iam.js";
+import { startTestServer, type TestServer } from "../support/server.js";
+import { WebhookReceiver } from "../support/webhook-receiver.js";
+
+// Events and webhooks (README: "Events and webhooks") on a server that may
+// send to loopback (development) and retries after 50 ms.
+
+let server: TestServer;
+let call: ReturnType<typeof restClient>;
+let receiver: WebhookReceiver;
+let admin = "";
+
+beforeAll(async () => {
+  server = await startTestServer({ PLATFORM_ALLOW_INSECURE_ISSUERS: "true", PLATFORM_WEBHOOK_BACKOFF_MS: "50" });
+  call = restClient(server.url, server.token);
+  admin = bootstrapIdentityUid(server.token);
+  receiver = await WebhookReceiver.start();
+});
+
+afterAll(async () => {
+  await receiver?.stop();
+  await server?.stop();
+});
+
+/** An organization with an identity, and a fresh receiver subscribed to it (types: the prefixes given). */
+async function orgWithIdentity(name: string) {
+  const org = uidOf(await createGroup(call, name));
+  const identity = uidOf(
+    await createIdentity(call, org, { name: `${name}-robot`, claimMatch: { issuer: "https://issuer.example", subject: `${name}-robot` } }),
+  );
+  return { org, identity };
+}
+
+async function subscribe(org: string, sink: string, types: string[] = []): Promise<JsonObject> {
+  return ok(call("POST", `/events/v2beta1/subscriptions/${org}`, { sink, types, description: "test receiver" }));
+}
+
+async function listEvents(query: string, token = server.token): Promise<JsonObject> {
+  return ok(restClient(server.url, token)("GET", `/events/v2beta1/events?${query}`));
+}
+
+const eventsOf = (body: JsonObject) => body["events"] as JsonObject[];
+
+describe("ListEvents", () => {
+  it("shows a binding created through REST with its actor, group, type and the binding as data", async () => {
+    const { org, identity } = await orgWithIdentity("events-binding");
+    const binding = await ok(bind(call, org, identity, "viewer"));
+    const body = await listEvents(`subject=${encodeURIComponent(uidOf(binding))}`);
+    expect(Object.keys(body).sort()).toEqual(["events", "nextPageToken", "skipped", "totalCount"]);
+    expect(body["totalCount"]).toBe("1");
+    const [event] = eventsOf(body);
+    expect(event).toMatchObject({
+      type: "platform.iam.role_binding.created.v1",
+      source: server.app.urls.baseUrl,
+      subject: uidOf(binding),
+      actor: admin,
+      group: org,
+      // The binding as GetRoleBinding shows it: hydrated with its identity, group and role.
+      data: { after: { uid: uidOf(binding), identity: { uid: identity }, group: { uid: org }, role: { uid: "viewer" } } },
+    });
+    expect(event!["id"]).toMatch(/^[0-9a-f]{28}$/);
+    expect(event!["time"]).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+  });
+
+  it("filters by type (exact and prefix), subject, actor and time, scoped by uidp, oldest first, with a cursor", async () => {
+    const { org, identity } = await orgWithIdentity("events-filters");
+    const child = uidOf(await createGroup(call, "child", org));
+    await ok(bind(call, org, identity, "viewer"));
+    await ok(call("PATCH", `/iam/v2beta1/groups/${child}?updateMask=description`, { description: "changed" }));
+    const all = await listEvents(`uidp.inRoot=${org}`);
+    expect(eventsOf(all).map((e) => e["type"])).toEqual([
+      "platform.iam.group.created.v1",
+      "platform.iam.identity.created.v1",
+      "platform.iam.group.created.v1",
+      "platform.iam.role_binding.created.v1",
+      "platform.iam.group.updated.v1",
+    ]);
+    const update = eventsOf(all)[4]!;
+    expect(update["data"]).toMatchObject({ before: { description: "" }, after: { description: "changed" } });
+    expect(eventsOf(await listEvents(`uidp.inRoot=${org}&type=platform.iam.group.created.v1`))).toHaveLength(2);
+    expect(eventsOf(await listEvents(`uidp.inRoot=${org}&typePrefix=platform.iam.group.`))).toHaveLength(3);
+    expect(eventsOf(await listEvents(`uidp.childrenOf=${child}`)).map((e) => e["type"])).toEqual(["platform.iam.group.created.v1", "platform.iam.group.updated.v1"]);
+    expect(eventsOf(await listEvents(`uidp.inRoot=${org}&actor=${admin}`))).toHaveLength(5);
+    expect(eventsOf(await listEvents(`uidp.inRoot=${org}&actor=nobody`))).toHaveLength(0);
+    const since = update["time"] as string;
+    expect(eventsOf(await listEvents(`uidp.inRoot=${org}&since=${since}`)).map((e) => e["id"])).toContain(update["id"]);
+    expect(eventsOf(await listEvents(`uidp.inRoot=${org}&until=${since}`)).map((e) => e["id"])).not.toContain(update["id"]);
+    // Newest first on request, and a cursor through pages of two.
+    const desc = eventsOf(await listEvents(`uidp.inRoot=${org}&orderBy=time%20desc`)).map((e) => e["id"]);
+    expect(desc).toEqual(eventsOf(all).map((e) => e["id"]).reverse());
+    const seen: unknown[] = [];
+    let token = "";
+    do {
+      const page = await listEvents(`uidp.inRoot=${org}&pageSize=2${token ? `&pageToken=${token}` : ""}`);
+      expect(page["totalCount"]).toBe("5");
+      seen.push(...eventsOf(page).map((e) => e["id"]));
+      token = page["nextPageToken"] as string;
+    } while (token);
+    expect(seen).toEqual(eventsOf(all).map((e) => e["id"]));
+  });
+
+  it("refuses bad filters with INVALID_ARGUMENT: NUL, oversized, unknown order, a time out of range", async () => {
+    expectInvalid(await call("GET", "/events/v2beta1/events?type=a%00b"), "type");
+    expectInvalid(await call("GET", `/events/v2beta1/events?subject=${"x".repeat(5000)}`), "subject");
+    expectInvalid(await call("GET", "/events/v2beta1/events?orderBy=name"), "order_by");
+    expect((await call("GET", "/events/v2beta1/events?since=yesterday")).status).toBe(400);
+    expect((await call("GET", "/events/v2beta1/events?pageSize=many")).status).toBe(400);
+  });
+
+  it("shows an organization's viewer its own events and none of another organization's", async () => {
+    const a = await orgWithIdentity("events-visible-a");
+    const b = await orgWithIdentity("events-visible-b");
+    await ok(bind(call, a.org, a.identity, "viewer"));
+    const viewer = (await server.app.tokens.mint(a.identity, server.app.urls.baseUrl)).token;
+    const mine = eventsOf(await listEvents("pageSize=200", viewer));
+    expect(mine.length).toBeGreaterThan(0);
+    expect(mine.every((e) => e["group"] === a.org || (e["group"] as string).startsWith(`${a.org}/`))).toBe(true);
+    expect(mine.some((e) => e["group"] === b.org)).toBe(false);
+    expect(eventsOf(await listEvents(`uidp.inRoot=${b.org}`, viewer))).toEqual([]);
+    // A global event (an advisory import) is a platform administrator's only.
+    expect(mine.some((e) => e["group"] === "")).toBe(false);
+  });
+
+  it("records token exchanges' outcome", async () => {
+    const { identity } = await orgWithIdentity("events-exchange");
+    const query = new URLSearchParams({ aud: server.app.urls.baseUrl, identity });
+    const res = await fetch(`${server.app.urls.authUrl}/sts/exchange?${query}`, { method: "POST", headers: { authorization: "Bearer not-a-jwt" } });
+    expect(res.status).toBe(401);
+    const [event] = eventsOf(await listEvents(`subject=${encodeURIComponent(identity)}&type=platform.auth.token.exchanged.v1`));
+    expect(event).toMatchObject({ actor: "", data: { outcome: "rejected" } });
+  });
+});
+
+/**
+ * The subscription once its first delivery is recorded: the receiver sees the POST before the
+ * dispatcher records the answer, and a Get reads the row before it counts the deliveries.
+ */
+async function subscriptionOnceDelivered(uid: string): Promise<JsonObject> {
+  let status: JsonObject = {};
+  for (let i = 0; i < 100 && (status["deliveredCount"] !== "1" || !status["lastDeliveryTime"]); i++) {
+    if (i) await new Promise((r) => setTimeout(r, 20));
+    status = await ok(call("GET", `/events/v2beta1/subscriptions/${uid}`));
+  }
+  return status;
+}
+
+describe("webhooks", () => {
+  it("delivers a new binding to a subscribed receiver within a second, signed as Standard Webhooks specifies", async () => {
+    const { org, identity } = await orgWithIdentity("events-webhook");
+    const subscription = await subscribe(org, receiver.url, ["platform.iam.role_binding."]);
+    const secret = subscription["secret"] as string;
+    expect(secret).toMatch(/^whsec_/);
+    // The secret is returned once, and never in an event.
+    expect((await ok(call("GET", `/events/v2beta1/subscriptions/${uidOf(subscription)}`)))["secret"]).toBeUndefined();
+    const start = Date.now();
+    const binding = await ok(bind(call, org, identity, "viewer"));
+    const mine = (r: { body: string }) => r.body.includes(uidOf(binding));
+    await receiver.until((all) => all.some(mine), 1000);
+    const got = receiver.received.find(mine)!;
+    expect(got.at - start).toBeLessThan(1000);
+    expect(got.headers["content-type"]).toBe("application/cloudevents+json");
+    const verified = new Webhook(secret).verify(got.body, got.headers as Record<string, string>) as JsonObject;
+    expect(verified).toMatchObject({
+      specversion: "1.0",
+      type: "platform.iam.role_binding.created.v1",
+      subject: uidOf(binding),
+      actor: admin,
+      data: { after: { uid: uidOf(binding) } },
+    });
+    expect(got.headers["webhook-id"]).toBe(verified["id"]);
+    // Only the types subscribed to: the identity's creation went elsewhere.
+    expect(receiver.received.some((r) => r.body.includes("platform.iam.identity.created.v1") && r.body.includes(identity))).toBe(false);
+    const status = await subscriptionOnceDelivered(uidOf(subscription));
+    expect(status).toMatchObject({ deliveredCount: "1", pendingCount: "0", failedCount: "0", lastError: "" });
+    expect(status["lastDeliveryTime"]).not.toBeNull();
+    // The subscription's own creation is an event, without its secret.
+    const [created] = eventsOf(await listEvents(`subject=${encodeURIComponent(uidOf(subscription))}`));
+    expect(JSON.stringify(created)).not.toContain(secret);
+  });
+
+  it("retries a receiver that answers 500: the fourth try delivers, and the last error is readable meanwhile", async () => {
+    const flaky = await WebhookReceiver.start();
+    try {
+      const { org } = await orgWithIdentity("events-retry");
+      const subscription = await subscribe(org, flaky.url, ["platform.registry."]);
+      flaky.answer = (_r, n) => (n <= 3 ? 500 : 200);
+      const repo = await ok(call("POST", `/registry/v2beta1/repos/${org}`, { name: "retried" }));
+      await flaky.until((all) => all.length >= 4, 10_000);
+      const ids = flaky.received.map((r) => r.headers["webhook-id"]);
+      expect(new Set(ids).size).toBe(1);
+      expect(flaky.received[3]!.body).toContain(uidOf(repo));
+      // Backoff: each retry waits longer than the one before.
+      const gaps = flaky.received.slice(1, 4).map((r, i) => r.at - flaky.received[i]!.at);
+      expect(gaps[2]!).toBeGreaterThanOrEqual(gaps[0]!);
+      const status = await subscriptionOnceDelivered(uidOf(subscription));
+      expect(status).toMatchObject({ deliveredCount: "1", pendingCount: "0", lastError: "the sink answered 500" });
+    } finally {
+      await flaky.stop();
+    }
+  });
+
+  it("refuses sinks at private and metadata addresses, and malformed ones, as INVALID_ARGUMENT on sink", async () => {
+    const { org } = await orgWithIdentity("events-sinks");
+    for (const sink of ["https://10.0.0.1/hook", "https://169.254.169.254/latest/meta-data", "https://[::ffff:10.0.0.1]/", "ftp://example.com/", "not a url", "https://user:pw@example.com/"]) {
+      expectInvalid(await call("POST", `/events/v2beta1/subscriptions/${org}`, { sink }), "sink");
+    }
+    expectInvalid(await call("POST", `/events/v2beta1/subscriptions/${org}`, { sink: "https://example.com/", types: ["Bad Type"] }), "types[0]");
+    expectInvalid(await call("POST", `/events/v2beta1/subscriptions/${org}`, { sink: "https://example.com/\u0000" }), "sink");
+    const made = await subscribe(org, "https://example.com/hook");
+    expectInvalid(await call("PATCH", `/events/v2beta1/subscriptions/${uidOf(made)}`, { sink: "https://169.254.169.254/" }), "sink");
+  });
+
+  it("lets a viewer read subscriptions but not make them (owner only)", async () => {
+    const { org, identity } = await orgWithIdentity("events-authz");
+    await ok(bind(call, org, identity, "editor"));
+    const editor = restClient(server.url, (await server.app.tokens.mint(identity, server.app.urls.baseUrl)).token);
+    const refused = await editor("POST", `/events/v2beta1/subscriptions/${org}`, { sink: "https://example.com/hook" });
+    expect(refused.status).toBe(403);
+    const made = await subscribe(org, "https://example.com/hook");
+    expect((await editor("GET", `/events/v2beta1/subscriptions/${uidOf(made)}`)).status).toBe(200);
+    expect((await editor("DELETE", `/events/v2beta1/subscriptions/${uidOf(made)}`)).status).toBe(403);
+    await ok(call("DELETE", `/events/v2beta1/subscriptions/${uidOf(made)}`));
+  });
+});
+
+describe("WatchEvents", () => {
+  it("streams new events over Connect and over grpc-js, and resumes after an id", async () => {
+    const { org } = await orgWithIdentity("events-watch");
+    const before = eventsOf(await listEvents(`uidp.inRoot=${org}`));
+    const client = connectClient(EventsService, server.url, server.token);
+    const abort = new AbortController();
+    const got: Event[] = [];
+    const stream = (async () => {
+      for await (const e of client.watchEvents({ uidp: { inRoot: org }, afterId: before[0]!["id"] as string }, { signal: abort.signal })) {
+        got.push(e);
+        if (got.length === before.length) abort.abort();
+      }
+    })().catch((e: unknown) => {
+      if (!(e instanceof ConnectError && e.code === Code.Canceled)) throw e;
+    });
+    const grpcClient = grpcJsClient(`127.0.0.1:${server.app.port}`, "platform.events.v2beta1.EventsService", "proto/platform/events/v2beta1/events.proto");
+    const md = new grpc.Metadata();
+    md.set("authorization", `Bearer ${server.token}`);
+    const viaGrpc: JsonObject[] = [];
+    const grpcStream = (grpcClient["WatchEvents"] as (req: unknown, md: grpc.Metadata) => grpc.ClientReadableStream<JsonObject>).call(grpcClient, { uidp: { in_root: org } }, md);
+    const grpcDone = new Promise<void>((resolve, reject) => {
+      grpcStream.on("data", (e: JsonObject) => {
+        viaGrpc.push(e);
+        if (viaGrpc.length === 1) grpcStream.cancel();
+      });
+      grpcStream.on("error", (e: grpc.ServiceError) => (e.code === grpc.status.CANCELLED ? resolve() : reject(e)));
+      grpcStream.on("end", resolve);
+    });
+    // Both streams are listening once the server counts them.
+    for (let i = 0; i < 100 && server.app.eventHub.size < 2; i++) await new Promise((r) => setTimeout(r, 20));
+    const repo = await ok(call("POST", `/registry/v2beta1/repos/${org}`, { name: "watched" }));
+    await Promise.all([stream, grpcDone]);
+    grpcClient.close();
+    // Replayed after the first event (the identity's creation), then the new repo.
+    expect(got.map((e) => e.type)).toEqual(["platform.iam.identity.created.v1", "platform.registry.repo.created.v1"].slice(0, before.length));
+    expect(viaGrpc[0]).toMatchObject({ type: "platform.registry.repo.created.v1", subject: uidOf(repo), group: org });
+  });
+
+  it("refuses a resume point that names no event, and bad filters", async () => {
+    const client = connectClient(EventsService, server.url, server.token);
+    const first = async (req: Parameters<typeof client.watchEvents>[0]) => {
+      for await (const e of client.watchEvents(req)) return e;
+      return undefined;
+    };
+    await expect(first({ afterId: "0000000000000000000000000000" })).rejects.toMatchObject({ code: Code.InvalidArgument });
+    await expect(first({ type: "a\u0000b" })).rejects.toMatchObject({ code: Code.InvalidArgument });
+  });
+});
