@@ -39,6 +39,8 @@ interface LoadedKey {
 export class SigningKeys {
   private keys = new Map<string, LoadedKey>();
   private lastReload = 0;
+  /** The reload in flight: callers that arrive meanwhile wait for it instead of finding no key. */
+  private reloading: Promise<void> | undefined;
 
   constructor(
     private readonly db: Database,
@@ -84,8 +86,9 @@ export class SigningKeys {
   async verificationKey(kid: string): Promise<CryptoKey | undefined> {
     const known = this.keys.get(kid);
     if (known) return known.verify;
-    if (this.clock().getTime() - this.lastReload < RELOAD_INTERVAL_MS) return undefined;
-    await this.reload();
+    // A replica's first requests arrive together: all of them wait for the one reload.
+    if (this.reloading) await this.reloading;
+    else if (this.clock().getTime() - this.lastReload >= RELOAD_INTERVAL_MS) await this.reload();
     return this.keys.get(kid)?.verify;
   }
 
@@ -118,7 +121,12 @@ export class SigningKeys {
     return stored as JWK;
   }
 
-  private async reload(): Promise<void> {
+  private reload(): Promise<void> {
+    this.reloading ??= this.load().finally(() => (this.reloading = undefined));
+    return this.reloading;
+  }
+
+  private async load(): Promise<void> {
     this.lastReload = this.clock().getTime();
     const since = new Date(this.clock().getTime() - PUBLISH_FOR_MS);
     const rows = await this.db
