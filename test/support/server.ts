@@ -17,6 +17,11 @@ export interface TestServer {
   backend: "pglite" | "postgres";
   /** A new admin token valid from the test clock's now (after advancing it past an hour). */
   renewToken(): Promise<string>;
+  /**
+   * Another replica on the same store (PostgreSQL only: PGlite has one process): same
+   * database, data directory (so the same master key) and settings, its own port.
+   */
+  startReplica(env?: Record<string, string>): Promise<App>;
   stop(): Promise<void>;
 }
 
@@ -36,15 +41,18 @@ export async function startTestServer(
   const adminUrl = postgresAdminUrl();
   const fresh = adminUrl ? await createFreshDatabase(adminUrl, opts.storePrefix) : undefined;
   const clock = new TestClock();
-  const config: Config = loadConfig({
+  const settings = {
     PORT: "0",
     HOST: "127.0.0.1",
     PLATFORM_DATA_DIR: dataDir,
     PLATFORM_SHUTDOWN_GRACE_MS: "2000",
     ...(fresh ? { DATABASE_URL: fresh.url } : {}),
     ...env,
-  });
-  const app = await startApp(config, { logger: opts.logger ?? pino({ level: "silent" }), clock: clock.now, adminTokenCheckMs: opts.adminTokenCheckMs });
+  };
+  const config: Config = loadConfig(settings);
+  const logger = opts.logger ?? pino({ level: "silent" });
+  const app = await startApp(config, { logger, clock: clock.now, adminTokenCheckMs: opts.adminTokenCheckMs });
+  const replicas: App[] = [];
   const server: TestServer = {
     app,
     url: `http://127.0.0.1:${app.port}`,
@@ -56,7 +64,16 @@ export async function startTestServer(
       server.token = (await app.tokens.mint(sub.sub, app.urls.baseUrl)).token;
       return server.token;
     },
+    async startReplica(extra = {}) {
+      if (!fresh) throw new Error("replicas share a PostgreSQL database: set DATABASE_URL");
+      // Replicas behind one address share its URLs: tokens one issues, the other accepts.
+      const urls = { PLATFORM_BASE_URL: app.urls.baseUrl, PLATFORM_AUTH_URL: app.urls.authUrl };
+      const replica = await startApp(loadConfig({ ...settings, ...urls, PLATFORM_BOOTSTRAP: "false", ...extra }), { logger, clock: clock.now });
+      replicas.push(replica);
+      return replica;
+    },
     async stop() {
+      for (const r of replicas.splice(0)) await r.close();
       await app.close();
       await fresh?.drop();
       await rm(dataDir, { recursive: true, force: true });
