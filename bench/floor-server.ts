@@ -5,6 +5,8 @@
 //   GET  /groups/<uid>          one point select by uid
 //   GET  /list?parent=<uid>     a page of 50 children by uid, plus count(*)
 //   POST /groups {parent,name}  one INSERT … RETURNING
+//   POST /groups-with-event     the same INSERT and its event (the service's
+//                               outbox statement) in one transaction
 //
 // Usage: DATABASE_URL=… node --import tsx bench/floor-server.ts  (prints {"port":N})
 import { randomBytes } from "node:crypto";
@@ -61,6 +63,34 @@ async function route(req: http.IncomingMessage, res: http.ServerResponse): Promi
       values (${`${input.parent}/${randomBytes(8).toString("hex")}`}, ${input.parent}, ${input.name}, '', '{}', false, ${now}, ${now})
       returning ${columns}`;
     return send(res, 200, groupJson(row!));
+  }
+  if (req.method === "POST" && path === "/groups-with-event") {
+    const input = JSON.parse(await readBody(req)) as { parent: string; name: string };
+    const now = new Date();
+    const uid = `${input.parent}/${randomBytes(8).toString("hex")}`;
+    const eventUid = now.getTime().toString(16).padStart(12, "0") + randomBytes(8).toString("hex");
+    const row = await sql.begin(async (tx) => {
+      const [created] = await tx<GroupRow[]>`
+        insert into groups (uid, parent_uid, name, description, resource_limits, verified, create_time, update_time)
+        values (${uid}, ${input.parent}, ${input.name}, '', '{}', false, ${now}, ${now})
+        returning ${columns}`;
+      const data = { after: groupJson(created!) };
+      const groups = uid.split("/").map((_, i, all) => all.slice(0, i + 1).join("/"));
+      // The shape of src/events/recorder.ts: the event and its deliveries in one statement.
+      await tx`
+        with e as (
+          insert into events (uid, type, source, subject, actor, parent_uid, time, data)
+          values (${eventUid}, 'platform.iam.group.created.v1', 'http://floor', ${uid}, '', ${uid}, ${now}, ${JSON.stringify(data)}::jsonb)
+          returning seq)
+        insert into event_deliveries (subscription_uid, event_uid, event_seq, subject, next_attempt_time, deadline)
+        select s.uid, ${eventUid}, e.seq, ${uid}, ${now}, ${now}
+        from e, subscriptions s
+        where s.parent_uid in ${sql(groups)}
+          and (jsonb_array_length(s.types) = 0 or exists (
+            select 1 from jsonb_array_elements_text(s.types) p where starts_with('platform.iam.group.created.v1', p)))`;
+      return created!;
+    });
+    return send(res, 200, groupJson(row));
   }
   send(res, 404, { message: "no such route" });
 }

@@ -2,7 +2,8 @@
 //
 //   PostgreSQL (fresh database): 10,000 children of one organization (+ ~3,000
 //   other groups), inserted with SQL. Measures
-//     floor (node:http + postgres.js): GetGroup, list page + count, INSERT
+//     floor (node:http + postgres.js): GetGroup, list page + count, INSERT,
+//                                      INSERT + its event (the outbox) in a transaction
 //     bare Connect handler:            GetGroup over Connect JSON and gRPC
 //     the service:                     GetGroup over REST, Connect JSON, gRPC;
 //                                      ListGroups (REST); CreateGroup (REST)
@@ -206,6 +207,7 @@ interface PostgresResults {
   floorGet: Figures;
   floorList: Figures;
   floorCreate: Figures;
+  floorCreateEvent: Figures;
   bareConnect: Figures;
   bareGrpc: Figures;
   service: ServiceFigures;
@@ -277,22 +279,29 @@ async function postgresPart(work: string, profileRoot: string | undefined): Prom
   // Writes last, so every read above saw the same rows.
   log("\nFloor writes:");
   let n = 0;
-  const floorCreate = await httpLoad({
-    url: `${floorBase}/groups`,
-    method: "POST",
-    headers: json,
-    body: JSON.stringify({ parent: plan.floorCreatesParent, name: "first" }),
-    next: () => ({ body: `{"parent":"${plan.floorCreatesParent}","name":"f ${n++}"}` }),
-    connections: CREATE_CLIENTS,
-    seconds: SECONDS,
-    warmupSeconds: Math.min(1, WARMUP_SECONDS),
-    serverPid: floorPid,
-  });
-  log(describe("floor create (1 INSERT … RETURNING)", floorCreate, `${CREATE_CLIENTS} clients`));
+  /** Unique-name creates against one floor route, with the same clients and timing as the service's. */
+  const floorCreates = async (route: string, label: string): Promise<Figures> => {
+    const figures = await httpLoad({
+      url: `${floorBase}${route}`,
+      method: "POST",
+      headers: json,
+      body: JSON.stringify({ parent: plan.floorCreatesParent, name: `first ${route}` }),
+      next: () => ({ body: `{"parent":"${plan.floorCreatesParent}","name":"f ${n++}"}` }),
+      connections: CREATE_CLIENTS,
+      seconds: SECONDS,
+      warmupSeconds: Math.min(1, WARMUP_SECONDS),
+      serverPid: floorPid,
+    });
+    log(describe(label, figures, `${CREATE_CLIENTS} clients`));
+    return figures;
+  };
+  const floorCreate = await floorCreates("/groups", "floor create (1 INSERT … RETURNING)");
+  // What recording the event costs the database: the same insert with the service's outbox statement.
+  const floorCreateEvent = await floorCreates("/groups-with-event", "floor create + event (BEGIN, INSERT, event INSERT, COMMIT)");
   await stopProcess(floor.child);
   await stopService(svc, "service on PostgreSQL");
   await db.drop();
-  return { floorGet, floorList, floorCreate, bareConnect, bareGrpc, service, readyMs: svc.started.readyMs, seedMs };
+  return { floorGet, floorList, floorCreate, floorCreateEvent, bareConnect, bareGrpc, service, readyMs: svc.started.readyMs, seedMs };
 }
 
 interface PgliteResults {
@@ -359,6 +368,8 @@ function checks(pg: PostgresResults): Check[] {
       pass: s.hwmMiB === undefined ? undefined : s.hwmMiB <= RSS_TARGET_MIB,
     },
     r("Creates/s service / floor INSERT", ratio(s.create, pg.floorCreate), undefined),
+    r("Creates/s floor INSERT + event / floor INSERT (the outbox's cost)", ratio(pg.floorCreateEvent, pg.floorCreate), undefined),
+    r("Creates/s service / floor INSERT + event", ratio(s.create, pg.floorCreateEvent), undefined),
   ];
 }
 
@@ -394,6 +405,7 @@ async function main(): Promise<void> {
     { name: "Floor list (page 50 + count)", postgres: pg.floorList },
     { name: "Service ListGroups (page 50 + totalCount)", postgres: pg.service.list, pglite: lite.service.list },
     { name: `Floor create (1 INSERT, ${CREATE_CLIENTS} clients)`, postgres: pg.floorCreate },
+    { name: `Floor create + event (transaction, ${CREATE_CLIENTS} clients)`, postgres: pg.floorCreateEvent },
     { name: `Service CreateGroup, REST (${CREATE_CLIENTS} clients)`, postgres: pg.service.create, pglite: lite.service.create },
   ];
   const minutes = (performance.now() - t0) / 60_000;

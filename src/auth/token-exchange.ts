@@ -94,7 +94,9 @@ export async function exchangeToken(deps: TokenExchangeDeps, req: ExchangeReques
   if (!req.oidcToken) throw reject("no bearer token");
   const [identity] = await deps.db.select().from(schema.identities).where(eq(schema.identities.uid, req.identityUid));
   if (!identity || identity.parentUid === null) throw reject("unknown identity");
-  // From here the attempt concerns an identity of a group: its organization's audit log records the outcome.
+  // A token whose signature checks out at the identity's issuer is an attempt worth its
+  // organization's audit log, accepted or not; anything less (no usable issuer, a forged or
+  // garbage token) is only logged, so strangers cannot write events by guessing uids.
   const record = (outcome: "accepted" | "rejected", reason: string, tx: Executor = deps.db) =>
     deps.events.record(tx, {
       type: TOKEN_EXCHANGED_EVENT,
@@ -105,15 +107,16 @@ export async function exchangeToken(deps: TokenExchangeDeps, req: ExchangeReques
     });
   const refuse = async (reason: string) => {
     await record("rejected", reason);
+    deps.events.announce();
     return reject(reason);
   };
   const issuer = issuerFor(identity, req.oidcToken);
-  if (!issuer) throw await refuse("identity has no usable issuer for this token");
+  if (!issuer) throw reject("identity has no usable issuer for this token");
   let payload: JWTPayload;
   try {
     payload = await deps.issuers.verify(req.oidcToken, issuer);
   } catch (e) {
-    throw await refuse(`verification failed: ${e instanceof Error ? e.message : String(e)}`);
+    throw reject(`verification failed: ${e instanceof Error ? e.message : String(e)}`);
   }
   if (!audienceAccepted(identity, payload.aud, deps.authUrl)) throw await refuse("audience not meant for this service");
   if (!subjectMatches(identity, String(payload.sub))) throw await refuse("subject does not match");
@@ -121,5 +124,6 @@ export async function exchangeToken(deps: TokenExchangeDeps, req: ExchangeReques
     await tx.update(schema.identities).set({ lastSeenTime: deps.clock() }).where(eq(schema.identities.uid, identity.uid));
     await record("accepted", "", tx);
   });
+  deps.events.announce();
   return deps.tokens.mint(identity.uid, req.audience);
 }

@@ -1,31 +1,98 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import { sql } from "drizzle-orm";
+import { queryRows, type Executor } from "../db/index.js";
 
-/** The NOTIFY channel on which each recorded event's seq is announced (migration 0007). */
+/**
+ * The NOTIFY channel that says "events were recorded" (docs/design.md,
+ * "Events"). It carries no payload and is sent after the recording
+ * transaction commits, never inside it: a NOTIFY in a transaction takes a
+ * database-wide lock until commit, which would line up every write's commit.
+ */
 export const EVENTS_CHANNEL = "platform_events";
 
-/** Seqs of recorded events, in commit order, as an async iterable of batches. */
+/** Seqs of recorded events as an async iterable of batches, in the order they became visible. */
 export interface LiveEvents extends AsyncIterable<number[]> {
   close(): void;
 }
 
 /** Most seqs a slow watcher may have waiting; beyond that it is ended rather than let grow. */
 const MAX_BUFFERED = 100_000;
+/** Seqs read per look. */
+const PAGE = 5_000;
+/** A seq skipped over is looked for this long: its transaction may still commit (or it rolled back). */
+const GAP_LIFETIME_MS = 30_000;
+const MAX_GAPS = 10_000;
+
+export interface EventHubOptions {
+  db: Executor;
+  /** How often to look without a wake-up (another replica may have died between its commit and its announcement). */
+  pollMs?: number;
+  onError: (e: unknown) => void;
+}
 
 /**
- * Fans the replica's one LISTEN on `platform_events` out to its watchers
- * (docs/design.md, "Events"). PostgreSQL sends every replica the seq of every
- * event committed anywhere; PGlite announces its own in process.
+ * Fans newly committed events out to this replica's watchers. One look per
+ * wake-up, for all of them: the seqs after the last one seen, plus the seqs
+ * skipped over recently. A seq is taken when its row is inserted but becomes
+ * visible at commit, so a lower one can appear after a higher one; the gaps are
+ * how it is not missed.
  */
 export class EventHub {
   private readonly watchers = new Set<Watcher>();
   private closed = false;
+  private cursor = 0;
+  private readonly gaps = new Map<number, number>();
+  private looking: Promise<void> | undefined;
+  private again = false;
+  private timer: NodeJS.Timeout | undefined;
 
-  /** Given each notification's payload (an event's seq). */
-  readonly onNotify = (payload: string): void => {
-    const seq = Number(payload);
-    if (!Number.isSafeInteger(seq)) return;
-    for (const w of this.watchers) w.push(seq);
-  };
+  constructor(private readonly opts: EventHubOptions) {}
+
+  /** Starts from the events recorded so far: watchers get what commits from now on. */
+  async start(): Promise<void> {
+    const [row] = await queryRows<{ seq: string | number | null }>(this.opts.db, sql`select max(seq) as seq from events`);
+    this.cursor = Number(row?.seq ?? 0);
+    this.timer = setInterval(() => this.wake(), this.opts.pollMs ?? 1000);
+    this.timer.unref();
+  }
+
+  /** Events may have been recorded (a NOTIFY, or this replica's own write): look once, for every watcher. */
+  wake(): void {
+    // Looked even with no watcher, so that the cursor keeps up and a new watcher starts from now.
+    if (this.closed) return;
+    if (this.looking) {
+      this.again = true;
+      return;
+    }
+    this.looking = this.look()
+      .catch(this.opts.onError)
+      .finally(() => {
+        this.looking = undefined;
+        if (this.again) {
+          this.again = false;
+          this.wake();
+        }
+      });
+  }
+
+  private async look(): Promise<void> {
+    const now = Date.now();
+    for (const [seq, since] of this.gaps) if (now - since > GAP_LIFETIME_MS) this.gaps.delete(seq);
+    const gaps = [...this.gaps.keys()];
+    const inGaps = gaps.length ? sql` or seq in (${sql.join(gaps.map((g) => sql`${g}`), sql`, `)})` : sql``;
+    const rows = await queryRows<{ seq: string | number }>(
+      this.opts.db,
+      sql`select seq from events where seq > ${this.cursor}${inGaps} order by seq limit ${PAGE}`,
+    );
+    const seqs = rows.map((r) => Number(r.seq));
+    for (const seq of seqs) {
+      if (this.gaps.delete(seq)) continue;
+      for (let missing = this.cursor + 1; missing < seq && this.gaps.size < MAX_GAPS; missing++) this.gaps.set(missing, now);
+      this.cursor = seq;
+    }
+    if (seqs.length) for (const w of this.watchers) w.push(seqs);
+    if (rows.length === PAGE) this.again = true;
+  }
 
   /** The seqs of events committed from now on, until `signal` aborts, close() is called, or the hub closes. */
   subscribe(signal: AbortSignal): LiveEvents {
@@ -46,6 +113,7 @@ export class EventHub {
   /** Ends every stream: the server is shutting down. */
   close(): void {
     this.closed = true;
+    clearInterval(this.timer);
     for (const w of [...this.watchers]) w.end();
   }
 }
@@ -58,9 +126,9 @@ class Watcher implements LiveEvents {
 
   constructor(private readonly onEnd: () => void) {}
 
-  push(seq: number): void {
+  push(seqs: number[]): void {
     if (this.ended) return;
-    this.buffered.push(seq);
+    this.buffered.push(...seqs);
     // A watcher that does not read is cut off, not allowed to hold the replica's memory.
     if (this.buffered.length > MAX_BUFFERED) {
       this.overflowed = true;
@@ -81,7 +149,7 @@ class Watcher implements LiveEvents {
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<number[]> {
-    while (!this.ended || this.buffered.length) {
+    for (;;) {
       if (this.overflowed) throw new ConnectError(`the watch fell more than ${MAX_BUFFERED} events behind; resume from the last event id received`, Code.ResourceExhausted);
       if (this.ended) return;
       if (!this.buffered.length) {

@@ -41,6 +41,9 @@ export interface EventRecorderOptions {
   render: (schema: DescMessage, message: Message) => JsonValue;
   /** How long a failing webhook delivery is retried. */
   retryForMs: number;
+  /** Tells every replica that events were recorded (NOTIFY outside any transaction). */
+  announce: () => Promise<void>;
+  onError: (e: unknown) => void;
 }
 
 const declared = new Map<DescMethod, string>();
@@ -73,7 +76,32 @@ function groupAndAncestors(group: string): string[] {
  * deliveries visible at once; a rollback takes all three back.
  */
 export class EventRecorder {
+  private announcing: Promise<void> | undefined;
+  private again = false;
+
   constructor(private readonly opts: EventRecorderOptions) {}
+
+  /**
+   * Call after a transaction that recorded events has committed: watchers and
+   * dispatchers on every replica look for them. Calls made while one
+   * announcement is in flight become one more, so a burst of writes costs two.
+   */
+  announce(): void {
+    if (this.announcing) {
+      this.again = true;
+      return;
+    }
+    this.announcing = this.opts
+      .announce()
+      .catch(this.opts.onError)
+      .finally(() => {
+        this.announcing = undefined;
+        if (this.again) {
+          this.again = false;
+          this.announce();
+        }
+      });
+  }
 
   /** Records the change `call` made, as the type its method declares (nothing when it declares none). */
   async change(tx: Executor, call: ChangeCall, change: Change): Promise<void> {

@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ConnectRouter } from "@connectrpc/connect";
+import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { OidcIssuers, SigningKeys, TokenService, bootstrapAdminToken, writeAdminToken, type MintedToken } from "../auth/index.js";
 import { AdminTokenRenewal } from "../auth/admin-token-renewal.js";
@@ -96,13 +97,21 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   // Webhooks go through an egress guard of their own: same rule, their own in-flight cap, so a slow
   // receiver cannot hold the requests sign-in needs.
   const webhookEgress = new Egress({ allowInsecure: config.allowInsecureIssuers, timeoutMs: config.events.timeoutMs, maxBytes: 64 * 1024 });
-  const eventHub = new EventHub();
+  const eventHub = new EventHub({ db: database.db, onError: (e) => log.error({ err: e }, "reading new events failed; retrying") });
+  await eventHub.start();
   const ctx: ServiceContext = {
     db: database.db,
     list: await ListEngine.create(database.db, secrets, clock),
     clock,
     secrets,
-    events: new EventRecorder({ source: urls.baseUrl, clock, render: (schema, message) => jsonRenderer.render(schema, message), retryForMs: config.events.retryForMs }),
+    events: new EventRecorder({
+      source: urls.baseUrl,
+      clock,
+      render: (schema, message) => jsonRenderer.render(schema, message),
+      retryForMs: config.events.retryForMs,
+      announce: async () => void (await database.db.execute(sql`select pg_notify(${EVENTS_CHANNEL}, '')`)),
+      onError: (e) => log.warn({ err: e }, "announcing events failed; replicas find them at their next poll"),
+    }),
     eventHub,
     egress: webhookEgress,
   };
@@ -136,16 +145,13 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     leaseMs: 2 * config.events.timeoutMs + 1000,
     onError: (e) => log.error({ err: e }, "webhook dispatch failed; retrying"),
   });
-  // Each recorded event's seq, from every replica: live watchers read it, the dispatcher wakes up.
-  // A (re)established LISTEN wakes the dispatcher too, for events announced while it was down.
-  const unlistenEvents = await database.listen(
-    EVENTS_CHANNEL,
-    (payload) => {
-      eventHub.onNotify(payload);
-      dispatcher.notify();
-    },
-    () => dispatcher.notify(),
-  );
+  // "Events were recorded", from any replica: the watchers' hub and the dispatcher look. A
+  // (re)established LISTEN makes them look too, for what was announced while it was down.
+  const lookForEvents = () => {
+    eventHub.wake();
+    dispatcher.notify();
+  };
+  const unlistenEvents = await database.listen(EVENTS_CHANNEL, lookForEvents, lookForEvents);
   dispatcher.start();
   const retention = new EventRetention({ db: database.db, clock, retentionMs: config.events.retentionMs, onError: (e) => log.error({ err: e }, "event pruning failed") });
   retention.start();
@@ -165,6 +171,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       authorizer: new Authorizer({ db: database.db, grants: grantsCache, registryAudience: urls.registryAudience, orgCreation: config.orgCreation }),
       serviceDomain: urls.serviceDomain,
       onInternalError: (cause) => log.error({ err: cause }, "internal error"),
+      afterWrite: () => ctx.events.announce(),
     },
     implementations,
   );

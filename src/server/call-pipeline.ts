@@ -2,6 +2,7 @@ import { create, isMessage, type DescMethod, type DescService, type Message } fr
 import { createContextKey, createContextValues, type ContextValues, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import { authenticate, isPublicService, type TokenService } from "../auth/index.js";
 import type { Authorizer } from "../authz/index.js";
+import { declaredEventType } from "../events/index.js";
 import { errorDomainForService, toConnectError, withErrorInfo } from "../errors/index.js";
 import { withoutInputOnly } from "../services/input-only.js";
 import { checkRequest } from "../services/request-check.js";
@@ -27,6 +28,8 @@ export interface CallPipelineOptions {
   serviceDomain: string;
   /** Causes of INTERNAL errors, for the log. */
   onInternalError: (cause: unknown) => void;
+  /** After a write method succeeded (its events have committed): announce them (docs/design.md, "Events"). */
+  afterWrite: () => void;
 }
 
 /**
@@ -84,6 +87,7 @@ export class CallPipeline {
       }
       const result = await this.opts.authorizer.authorize(call, invoke);
       if (record) record.code = 0;
+      if (declaredEventType(call.method)) this.opts.afterWrite();
       return result;
     } catch (e) {
       const err = withErrorInfo(toConnectError(e, this.opts.onInternalError), this.domainOf(call.service));

@@ -30,7 +30,7 @@ const groupMapping = groupResource;
 let handle: DatabaseHandle;
 let fresh: FreshDatabase | undefined;
 let store: ResourceStore<typeof schema.groups, typeof GroupSchema>;
-const recorder = new EventRecorder({ source: "https://platform.test", clock, render: (desc, message) => toJson(desc, message), retryForMs: 86_400_000 });
+const recorder = new EventRecorder({ source: "https://platform.test", clock, render: (desc, message) => toJson(desc, message), retryForMs: 86_400_000, announce: async () => {}, onError: (e) => { throw e; } });
 
 beforeAll(async () => {
   const admin = postgresAdminUrl();

@@ -36,8 +36,8 @@ beforeAll(async () => {
     list: await ListEngine.create(handle.db, secrets, clock),
     clock,
     secrets,
-    events: new EventRecorder({ source: "https://platform.test", clock, render: (desc, message) => toJson(desc, message), retryForMs: 1000 }),
-    eventHub: new EventHub(),
+    events: new EventRecorder({ source: "https://platform.test", clock, render: (desc, message) => toJson(desc, message), retryForMs: 1000, announce: async () => {}, onError: (e) => { throw e; } }),
+    eventHub: new EventHub({ db: handle.db, onError: (e) => { throw e; } }),
     egress: new Egress({ allowInsecure: false }),
   };
   // Building every service defines every resource, as the server does at start.

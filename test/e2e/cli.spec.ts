@@ -557,6 +557,82 @@ describe("commands derived from the protos", () => {
   });
 });
 
+describe("events (README: Events and webhooks)", () => {
+  it("events list --in-root shows a group's creation with its actor, as the REST list does", async () => {
+    const org = json(await asAdmin(["-o", "json", "iam", "groups", "create", "events-listed"]))["uid"] as string;
+    const listed = json(await asAdmin(["-o", "json", "events", "list", "--in-root", org]));
+    expect(listed).toEqual(await ok(admin("GET", `/events/v2beta1/events?uidp.in_root=${org}`)));
+    expect(listed).toMatchObject({ totalCount: "1", nextPageToken: "" });
+    expect((listed["events"] as JsonObject[])[0]).toMatchObject({
+      type: "platform.iam.group.created.v1",
+      subject: org,
+      group: org,
+      actor: decodeJwt(server.token).sub,
+      data: { after: { uid: org, name: "events-listed" } },
+    });
+    // the filters are query parameters: no group update happened
+    const none = json(await asAdmin(["-o", "json", "events", "list", "--in-root", org, "--type", "platform.iam.group.updated.v1"]));
+    expect(none).toMatchObject({ events: [], totalCount: "0" });
+  });
+
+  it("events watch --count 1 -o json prints one JSON line for a change made while it runs, then exits", async () => {
+    const org = json(await asAdmin(["-o", "json", "iam", "groups", "create", "events-watched"]))["uid"] as string;
+    const watching = server.app.eventHub.size;
+    const run = startCliInProcess(["--api", server.url, "-o", "json", "events", "watch", "--in-root", org, "--count", "1"], {
+      PLATFORM_CONFIG_DIR: freshConfigDir(),
+      PLATFORM_TOKEN: server.token,
+    });
+    run.stdin.end();
+    // The server counts the stream once it listens; a change made before that would not be streamed.
+    for (let i = 0; i < 250 && server.app.eventHub.size <= watching; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(server.app.eventHub.size).toBeGreaterThan(watching);
+    const repo = await ok(admin("POST", `/registry/v2beta1/repos/${org}`, { name: "watched" }));
+    const res = okRun(await run.done);
+    const lines = res.stdout.trimEnd().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      type: "platform.registry.repo.created.v1",
+      subject: repo["uid"],
+      group: org,
+      actor: decodeJwt(server.token).sub,
+      data: { after: { uid: repo["uid"], name: "watched" } },
+    });
+    expect(res.stderr).toBe("");
+    // the stream is closed once the command is done
+    for (let i = 0; i < 100 && server.app.eventHub.size > watching; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(server.app.eventHub.size).toBe(watching);
+  });
+
+  it("events subscriptions create prints the signing secret, which get and list never show", async () => {
+    const org = json(await asAdmin(["-o", "json", "iam", "groups", "create", "events-subscribed"]))["uid"] as string;
+    const args = ["--group", org, "--sink", "https://example.com/hook", "--type", "platform.iam.role_binding.", "--description", "from the cli"];
+    const created = json(await asAdmin(["-o", "json", "events", "subscriptions", "create", ...args]));
+    const uid = created["uid"] as string;
+    expect(uid).toMatch(new RegExp(`^${org}/[0-9a-f]{16}$`));
+    expect(created).toMatchObject({ sink: "https://example.com/hook", types: ["platform.iam.role_binding."], description: "from the cli" });
+    expect(created["secret"]).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    const got = json(await asAdmin(["-o", "json", "events", "subscriptions", "get", uid]));
+    expect(got).not.toHaveProperty("secret");
+    expect(got).toMatchObject({ uid, deliveredCount: "0", pendingCount: "0", failedCount: "0" });
+    const listed = json(await asAdmin(["-o", "json", "events", "subscriptions", "list", "--children-of", org]));
+    expect((listed["subscriptions"] as JsonObject[]).map((s) => s["uid"])).toEqual([uid]);
+    expect(JSON.stringify(listed)).not.toContain(created["secret"] as string);
+    // nor does the event of its creation
+    const events = json(await asAdmin(["-o", "json", "events", "list", "--subject", uid]));
+    expect((events["events"] as JsonObject[]).map((e) => e["type"])).toEqual(["platform.events.subscription.created.v1"]);
+    expect(JSON.stringify(events)).not.toContain(created["secret"] as string);
+    // a private sink is refused naming the field, exit 2
+    const refused = await asAdmin(["events", "subscriptions", "create", "--group", org, "--sink", "https://10.0.0.1/hook"]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/^error: invalid argument: sink: /);
+    expect(okRun(await asAdmin(["events", "subscriptions", "delete", uid])).stdout).toBe(`deleted subscription ${uid}\n`);
+    // The table output's result is the secret itself (what it is goes to stderr).
+    const tabled = okRun(await asAdmin(["events", "subscriptions", "create", ...args]));
+    expect(tabled.stdout).toMatch(/^whsec_[A-Za-z0-9+/]{43}=\n$/);
+    expect(tabled.stderr).toContain("shown only now");
+  });
+});
+
 describe("advisories import", () => {
   const osv = (id: string, modified: string, extra: JsonObject = {}) => ({ id, modified, summary: `about ${id}`, ...extra });
 

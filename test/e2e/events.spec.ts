@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventsService, type Event } from "../../gen/platform/events/v2beta1/events_pb.js";
 import { connectClient, grpcJsClient, restClient, type JsonObject } from "../support/clients.js";
 import { bind, bootstrapIdentityUid, createGroup, createIdentity, expectInvalid, ok, uidOf } from "../support/rest-iam.js";
+import { startOidcProvider } from "../support/oidc-provider.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { WebhookReceiver } from "../support/webhook-receiver.js";
 
@@ -127,13 +128,28 @@ describe("ListEvents", () => {
     expect(mine.some((e) => e["group"] === "")).toBe(false);
   });
 
-  it("records token exchanges' outcome", async () => {
-    const { identity } = await orgWithIdentity("events-exchange");
-    const query = new URLSearchParams({ aud: server.app.urls.baseUrl, identity });
-    const res = await fetch(`${server.app.urls.authUrl}/sts/exchange?${query}`, { method: "POST", headers: { authorization: "Bearer not-a-jwt" } });
-    expect(res.status).toBe(401);
-    const [event] = eventsOf(await listEvents(`subject=${encodeURIComponent(identity)}&type=platform.auth.token.exchanged.v1`));
-    expect(event).toMatchObject({ actor: "", data: { outcome: "rejected" } });
+  it("records token exchanges whose token its issuer signed, accepted or rejected; not garbage tokens", async () => {
+    const provider = await startOidcProvider(["workload-a", "workload-b"]);
+    try {
+      const org = uidOf(await createGroup(call, "events-exchange"));
+      const identity = uidOf(await createIdentity(call, org, { name: "ci", claimMatch: { issuer: provider.issuer, subject: "workload-a" } }));
+      const exchange = async (token: string) => {
+        const query = new URLSearchParams({ aud: server.app.urls.baseUrl, identity });
+        return (await fetch(`${server.app.urls.authUrl}/sts/exchange?${query}`, { method: "POST", headers: { authorization: `Bearer ${token}` } })).status;
+      };
+      expect(await exchange(await provider.workloadToken("workload-a", server.app.urls.authUrl))).toBe(200);
+      expect(await exchange(await provider.workloadToken("workload-b", server.app.urls.authUrl))).toBe(401);
+      // Not signed by the issuer: logged, but a stranger who guesses a uid writes no event.
+      expect(await exchange("not-a-jwt")).toBe(401);
+      const events = eventsOf(await listEvents(`subject=${encodeURIComponent(identity)}&type=platform.auth.token.exchanged.v1`));
+      expect(events.map((e) => [e["actor"], (e["data"] as JsonObject)["outcome"], (e["data"] as JsonObject)["reason"]])).toEqual([
+        [identity, "accepted", undefined],
+        ["", "rejected", "subject does not match"],
+      ]);
+      expect(events[0]).toMatchObject({ group: org, data: { audience: server.app.urls.baseUrl } });
+    } finally {
+      await provider.stop();
+    }
   });
 });
 

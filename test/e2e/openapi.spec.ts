@@ -143,6 +143,25 @@ describe("GET /openapi.json", () => {
     expect(patch.parameters.map((p) => `${p["in"]} ${p["name"]}`)).toEqual(["path group.uid", "query update_mask"]);
   });
 
+  it("describes the events and subscriptions routes (README: Events and webhooks)", () => {
+    const list = operation("/events/v2beta1/events", "get");
+    expect(list.operationId.startsWith("platform.events.v2beta1.EventsService.ListEvents")).toBe(true);
+    const query = list.parameters.filter((p) => p["in"] === "query").map((p) => p["name"]);
+    for (const name of ["uidp.in_root", "uidp.children_of", "type", "type_prefix", "subject", "actor", "since", "until", "page_size", "page_token", "order_by", "skip"]) {
+      expect(query).toContain(name);
+    }
+    // WatchEvents streams: it has no REST route.
+    expect(JSON.stringify(doc["paths"])).not.toContain("WatchEvents");
+    expect(operation("/events/v2beta1/subscriptions", "get").operationId.startsWith("platform.events.v2beta1.SubscriptionsService.ListSubscriptions")).toBe(true);
+    expect(operation("/events/v2beta1/subscriptions/{parent}", "post").operationId.startsWith("platform.events.v2beta1.SubscriptionsService.CreateSubscription")).toBe(true);
+    for (const method of ["get", "delete"]) operation("/events/v2beta1/subscriptions/{uid}", method);
+    operation("/events/v2beta1/subscriptions/{subscription.uid}", "patch");
+    // The secret is in the Subscription schema (the create answer carries it), but optional: no other answer has it.
+    const subscription = schema("platform.events.v2beta1.Subscription");
+    expect(Object.keys(subscription["properties"] as JsonObject)).toContain("secret");
+    expect(subscription["required"]).not.toContain("secret");
+  });
+
   it("has the Group fields a REST GET really returns, every one required", async () => {
     const created = await call("POST", "/iam/v2beta1/groups", { name: "openapi-doc", description: "schema check" });
     expect(created.status, JSON.stringify(created.body)).toBe(200);

@@ -54,5 +54,6 @@ export async function signIn(
     });
     return uid;
   });
+  deps.events.announce();
   return deps.tokens.mint(identityUid, deps.audience);
 }

@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import { API_SERVICE_DESCRIPTORS } from "../../../gen/api-index.js";
 import type { CliIo } from "../io.js";
 import { deriveResourceSpec, withOverride, type ResourceOverride } from "./derived-spec.js";
+import { EVENTS_OVERRIDES } from "./events.js";
 import { IAM_OVERRIDES } from "./iam.js";
 import { REGISTRY_DESCRIPTION, REGISTRY_OVERRIDES } from "./registry.js";
 import { registerResource, type ResourceSpec } from "./resource.js";
@@ -43,7 +44,7 @@ export const RESOURCE_SERVICES: readonly DescService[] = API_SERVICE_DESCRIPTORS
 ).sort((a, b) => rank(a) - rank(b) || a.typeName.localeCompare(b.typeName));
 
 /** By service type name. A service without an entry gets the derived commands as they are. */
-export const OVERRIDES: Readonly<Record<string, ResourceOverride>> = { ...IAM_OVERRIDES, ...REGISTRY_OVERRIDES };
+export const OVERRIDES: Readonly<Record<string, ResourceOverride>> = { ...IAM_OVERRIDES, ...REGISTRY_OVERRIDES, ...EVENTS_OVERRIDES };
 
 const AREA_DESCRIPTIONS: Readonly<Record<string, string>> = { registry: REGISTRY_DESCRIPTION };
 

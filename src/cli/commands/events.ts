@@ -1,16 +1,54 @@
 import { toJson } from "@bufbuild/protobuf";
+import { SubscriptionsService } from "../../../gen/platform/events/v2beta1/subscriptions_pb.js";
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { InvalidArgumentError, type Command } from "commander";
 import { EventSchema, EventsService } from "../../../gen/platform/events/v2beta1/events_pb.js";
-import { contextOf } from "../context.js";
+import { contextOf, type CommandContext } from "../context.js";
 import { currentToken } from "../credentials.js";
 import { ApiError, CliError, EXIT } from "../errors.js";
 import type { CliIo } from "../io.js";
-import { col, renderTable, type Column } from "../output.js";
+import { col, field, text, time, type Column } from "../output.js";
+import type { JsonObject } from "../api-client.js";
+import type { ResourceOverride } from "./derived-spec.js";
 import { addList, type ResourceSpec } from "./resource.js";
 
+function printSubscription(ctx: CommandContext, subscription: JsonObject): void {
+  ctx.note(`subscription ${text(subscription["uid"])} sends to ${text(subscription["sink"])}.`);
+  ctx.note("Its signing secret is shown only now; give it to the receiver to verify webhook-signature:");
+  ctx.print(text(subscription["secret"]));
+}
+
+/** The derived `events subscriptions` commands, with flags and columns people read. */
+export const EVENTS_OVERRIDES: Record<string, ResourceOverride> = {
+  [SubscriptionsService.typeName]: {
+    columns: [
+      col("UID", "uid", "text", true),
+      col("SINK", "sink"),
+      { header: "TYPES", value: (s) => ((field(s, "types") as string[] | undefined) ?? []).join(",") || "(all)" },
+      col("DELIVERED", "deliveredCount"),
+      col("PENDING", "pendingCount"),
+      col("FAILED", "failedCount"),
+      col("LAST ERROR", "lastError"),
+    ],
+    parent: { flag: "group", description: "the group whose events (and its descendants') are sent", required: true },
+    print: printSubscription,
+    order: ["sink", "types"],
+    fields: {
+      sink: { description: "the https URL events are POSTed to", arg: "<url>" },
+      types: { description: "an event type prefix, e.g. platform.iam.role_binding. (repeatable; none: every type)", arg: "<prefix>" },
+      description: { description: "what it is for", arg: "<text>" },
+    },
+  },
+};
+
 const COLUMNS: Column[] = [col("TIME", "time", "time"), col("TYPE", "type"), col("SUBJECT", "subject", "text", true), col("ACTOR", "actor")];
+
+/** One streamed event as a line of fixed-width columns, so that lines printed one by one align. */
+function watchLine(event: JsonObject): string {
+  return [time(event["time"]).padEnd(24), text(event["type"]).padEnd(44), text(event["subject"]), text(event["actor"])].join("  ");
+}
+const WATCH_HEADER = ["TIME".padEnd(24), "TYPE".padEnd(44), "SUBJECT", "ACTOR"].join("  ");
 
 const FILTERS = [
   { flag: "type", param: "type", description: "exact event type (platform.iam.role_binding.created.v1)", arg: "<type>" },
@@ -98,10 +136,10 @@ export function registerEvents(program: Command, io: CliIo): void {
           { signal: abort.signal },
         );
         for await (const event of stream) {
-          const json = toJson(EventSchema, event) as Record<string, never>;
-          // One line per event: JSON lines, or a table row without its header after the first.
+          const json = toJson(EventSchema, event) as JsonObject;
+          // One line per event: JSON lines, or fixed-width columns under one header.
           if (ctx.output === "json") ctx.print(JSON.stringify(json));
-          else ctx.print(renderTable(COLUMNS, [json]).split("\n").slice(seen === 0 ? 0 : 1).join("\n"));
+          else ctx.print(seen === 0 ? `${WATCH_HEADER}\n${watchLine(json)}` : watchLine(json));
           seen++;
           if (opts.count !== undefined && seen >= opts.count) break;
         }

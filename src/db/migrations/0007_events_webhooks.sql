@@ -53,16 +53,4 @@ CREATE INDEX "events_subject_idx" ON "events" USING btree ("subject","uid");--> 
 CREATE INDEX "events_actor_idx" ON "events" USING btree ("actor","uid");--> statement-breakpoint
 CREATE INDEX "subscriptions_parent_uid_idx" ON "subscriptions" USING btree ("parent_uid","uid");--> statement-breakpoint
 CREATE INDEX "subscriptions_create_time_idx" ON "subscriptions" USING btree ("create_time","uid");--> statement-breakpoint
-CREATE INDEX "subscriptions_update_time_idx" ON "subscriptions" USING btree ("update_time","uid");--> statement-breakpoint
--- Every recorded event notifies `platform_events` with its seq when its
--- transaction commits (notifications arrive in commit order): live watchers
--- on every replica read it, and the webhook dispatchers wake up.
-CREATE FUNCTION platform_notify_event() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  PERFORM pg_notify('platform_events', NEW.seq::text);
-  RETURN NULL;
-END
-$$;
---> statement-breakpoint
-CREATE TRIGGER events_notify AFTER INSERT ON "events"
-  FOR EACH ROW EXECUTE FUNCTION platform_notify_event();
+CREATE INDEX "subscriptions_update_time_idx" ON "subscriptions" USING btree ("update_time","uid");

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { and, asc, eq, gt, gte, inArray, lt, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, gte, inArray, lt, max, sql, type SQL } from "drizzle-orm";
 import { EventSchema, EventsService, ListEventsResponseSchema, type Event, type ListEventsRequest, type WatchEventsRequest } from "../../../gen/platform/events/v2beta1/events_pb.js";
 import { schema, type Executor } from "../../db/index.js";
 import { outOfRange, invalidArgument, permissionDenied } from "../../errors/index.js";
@@ -114,11 +114,19 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
       // Listening before the replay: an event committed meanwhile is either replayed or arrives here.
       const live = hub.subscribe(context.signal);
       try {
+        // The stream starts after the resume point, or now: what the hub hands out from before
+        // (its cursor may lag behind) or what the replay already sent is not new to it.
         const replayed = new Set<number>();
-        if (req.afterId) {
+        let isNew: (seq: number) => boolean;
+        if (!req.afterId) {
+          const [last] = await ctx.db.select({ seq: max(events.seq) }).from(events);
+          const startedAt = last?.seq ?? 0;
+          isNew = (seq) => seq > startedAt;
+        } else {
           if (req.afterId.length > MAX_ID_LENGTH) throw invalidArgument("after_id", "is not an event id");
           const [from] = await ctx.db.select({ seq: events.seq }).from(events).where(eq(events.uid, req.afterId));
           if (!from) throw invalidArgument("after_id", "names no event (it may have been pruned); list the events to find where to resume");
+          isNew = (seq) => seq > from.seq && !replayed.has(seq);
           let after = from.seq;
           for (;;) {
             const rows = await select(ctx.db, [...where, gt(events.seq, after)], REPLAY_PAGE);
@@ -134,7 +142,7 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
           }
         }
         for await (const seqs of live) {
-          const fresh = seqs.filter((s) => !replayed.has(s));
+          const fresh = seqs.filter(isNew);
           if (!fresh.length) continue;
           for (const row of await select(ctx.db, [...where, inArray(events.seq, fresh)], fresh.length)) yield toEventMessage(row);
         }

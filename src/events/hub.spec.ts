@@ -1,0 +1,55 @@
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openDatabase, type DatabaseHandle } from "../db/index.js";
+import { EventHub, type LiveEvents } from "./hub.js";
+
+// The watchers' hub (docs/design.md, "Watching"): what it hands out when seqs become visible out of order.
+
+let handle: DatabaseHandle;
+
+beforeAll(async () => {
+  handle = await openDatabase({ pgliteDir: "memory://" });
+});
+afterAll(async () => {
+  await handle?.close();
+});
+
+/** An event row with the seq given, as if its transaction committed now. */
+async function commit(seq: number): Promise<void> {
+  await handle.db.execute(sql`
+    insert into events (uid, seq, type, source, subject, actor, parent_uid, time, data)
+    values (${`e${seq}`}, ${seq}, 'platform.test.thing.created.v1', 'https://test', 's', '', null, now(), '{}')`);
+}
+
+/** The next batch the watcher gets, waking the hub until it comes. */
+async function next(hub: EventHub, live: AsyncIterator<number[]>): Promise<number[]> {
+  const batch = live.next();
+  for (let i = 0; i < 100; i++) {
+    hub.wake();
+    const got = await Promise.race([batch, new Promise<undefined>((r) => setTimeout(() => r(undefined), 10))]);
+    if (got) return got.value as number[];
+  }
+  throw new Error("no batch");
+}
+
+describe("EventHub", () => {
+  it("hands out a seq that becomes visible after a higher one (a later commit), once, and nothing from before the start", async () => {
+    await commit(1);
+    const hub = new EventHub({ db: handle.db, pollMs: 60_000, onError: (e) => { throw e; } });
+    await hub.start();
+    const abort = new AbortController();
+    const live: LiveEvents = hub.subscribe(abort.signal);
+    const it = live[Symbol.asyncIterator]();
+    // 3 commits first; 2 was taken earlier and commits after it.
+    await commit(3);
+    expect(await next(hub, it)).toEqual([3]);
+    await commit(2);
+    expect(await next(hub, it)).toEqual([2]);
+    await commit(4);
+    expect(await next(hub, it)).toEqual([4]);
+    abort.abort();
+    expect(await it.next()).toEqual({ done: true, value: undefined });
+    expect(hub.size).toBe(0);
+    hub.close();
+  });
+});
