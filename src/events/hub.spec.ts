@@ -36,9 +36,9 @@ describe("EventHub", () => {
   it("hands out a seq that becomes visible after a higher one (a later commit), once, and nothing from before the start", async () => {
     await commit(1);
     const hub = new EventHub({ db: handle.db, pollMs: 60_000, onError: (e) => { throw e; } });
-    await hub.start();
+    hub.start();
     const abort = new AbortController();
-    const live: LiveEvents = hub.subscribe(abort.signal);
+    const live: LiveEvents = await hub.subscribe(abort.signal);
     const it = live[Symbol.asyncIterator]();
     // 3 commits first; 2 was taken earlier and commits after it.
     await commit(3);

@@ -10,6 +10,9 @@ import { queryRows, type Executor } from "../db/index.js";
  */
 export const EVENTS_CHANNEL = "platform_events";
 
+/** The channel that says "webhook deliveries were written": only dispatchers listen, only such writes send it. */
+export const DELIVERIES_CHANNEL = "platform_event_deliveries";
+
 /** Seqs of recorded events as an async iterable of batches, in the order they became visible. */
 export interface LiveEvents extends AsyncIterable<number[]> {
   close(): void;
@@ -48,18 +51,15 @@ export class EventHub {
 
   constructor(private readonly opts: EventHubOptions) {}
 
-  /** Starts from the events recorded so far: watchers get what commits from now on. */
-  async start(): Promise<void> {
-    const [row] = await queryRows<{ seq: string | number | null }>(this.opts.db, sql`select max(seq) as seq from events`);
-    this.cursor = Number(row?.seq ?? 0);
+  start(): void {
     this.timer = setInterval(() => this.wake(), this.opts.pollMs ?? 1000);
     this.timer.unref();
   }
 
   /** Events may have been recorded (a NOTIFY, or this replica's own write): look once, for every watcher. */
   wake(): void {
-    // Looked even with no watcher, so that the cursor keeps up and a new watcher starts from now.
-    if (this.closed) return;
+    // Idle (no watcher): nothing to look for; the first watcher starts the cursor afresh.
+    if (this.closed || this.watchers.size === 0) return;
     if (this.looking) {
       this.again = true;
       return;
@@ -94,8 +94,20 @@ export class EventHub {
     if (rows.length === PAGE) this.again = true;
   }
 
-  /** The seqs of events committed from now on, until `signal` aborts, close() is called, or the hub closes. */
-  subscribe(signal: AbortSignal): LiveEvents {
+  /**
+   * The seqs of events committed from now on (and perhaps a few from just
+   * before, which the caller tells apart by seq), until `signal` aborts,
+   * close() is called, or the hub closes.
+   */
+  async subscribe(signal: AbortSignal): Promise<LiveEvents> {
+    // An idle hub's cursor is stale: start it at the events recorded so far.
+    if (this.watchers.size === 0) {
+      const [row] = await queryRows<{ seq: string | number | null }>(this.opts.db, sql`select max(seq) as seq from events`);
+      if (this.watchers.size === 0) {
+        this.cursor = Number(row?.seq ?? 0);
+        this.gaps.clear();
+      }
+    }
     const w = new Watcher(() => this.watchers.delete(w));
     if (this.closed || signal.aborted) w.end();
     else {

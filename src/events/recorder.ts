@@ -41,8 +41,11 @@ export interface EventRecorderOptions {
   render: (schema: DescMessage, message: Message) => JsonValue;
   /** How long a failing webhook delivery is retried. */
   retryForMs: number;
-  /** Tells every replica that events were recorded (NOTIFY outside any transaction). */
-  announce: () => Promise<void>;
+  /**
+   * Tells every replica that events were recorded, and whether webhook deliveries
+   * were written with them (NOTIFY outside any transaction).
+   */
+  announce: (deliveries: boolean) => Promise<void>;
   onError: (e: unknown) => void;
 }
 
@@ -63,6 +66,12 @@ export function newEventUid(time: Date): string {
   return time.getTime().toString(16).padStart(12, "0") + randomBytes(8).toString("hex");
 }
 
+/** Rows a write statement affected, on either driver (postgres.js: `count`; PGlite: `affectedRows`). */
+function affectedRows(result: unknown): number {
+  const r = result as { count?: number; affectedRows?: number };
+  return r.count ?? r.affectedRows ?? 0;
+}
+
 /** Every group a subscription at which receives an event of `group`: the group and those above it. */
 function groupAndAncestors(group: string): string[] {
   const segments = group.split("/");
@@ -78,6 +87,8 @@ function groupAndAncestors(group: string): string[] {
 export class EventRecorder {
   private announcing: Promise<void> | undefined;
   private again = false;
+  /** Deliveries were written since the last announcement: dispatchers need to hear of it. */
+  private deliveriesWritten = false;
 
   constructor(private readonly opts: EventRecorderOptions) {}
 
@@ -91,8 +102,10 @@ export class EventRecorder {
       this.again = true;
       return;
     }
+    const deliveries = this.deliveriesWritten;
+    this.deliveriesWritten = false;
     this.announcing = this.opts
-      .announce()
+      .announce(deliveries)
       .catch(this.opts.onError)
       .finally(() => {
         this.announcing = undefined;
@@ -145,7 +158,7 @@ export class EventRecorder {
       sql`, `,
     );
     // Subscriptions at the event's group or above, whose type prefixes match (none: every type).
-    await tx.execute(sql`
+    const written = await tx.execute(sql`
       WITH e AS (${event} RETURNING seq)
       INSERT INTO event_deliveries (subscription_uid, event_uid, event_seq, subject, next_attempt_time, deadline)
       SELECT s.uid, ${uid}, e.seq, ${e.subject}, ${time.toISOString()}, ${deadline.toISOString()}
@@ -153,5 +166,6 @@ export class EventRecorder {
       WHERE s.parent_uid IN (${groups})
         AND (jsonb_array_length(s.types) = 0 OR EXISTS (
           SELECT 1 FROM jsonb_array_elements_text(s.types) p WHERE starts_with(${e.type}, p)))`);
+    if (affectedRows(written) > 0) this.deliveriesWritten = true;
   }
 }

@@ -10,7 +10,7 @@ import { Authorizer, GRANTS_CHANGED_CHANNEL, Grants, GrantsCache } from "../auth
 import { SecretBox, ensurePrivateDir, loadMasterKey } from "../crypto/index.js";
 import { openDatabase, POSTGRES_POOL_SIZE, type DatabaseHandle } from "../db/index.js";
 import { Egress } from "../egress/index.js";
-import { EVENTS_CHANNEL, EventHub, EventRecorder, EventRetention, WebhookDispatcher } from "../events/index.js";
+import { DELIVERIES_CHANNEL, EVENTS_CHANNEL, EventHub, EventRecorder, EventRetention, WebhookDispatcher } from "../events/index.js";
 import { ListEngine } from "../list/index.js";
 import { createJsonRenderer, createRestHandler } from "../rest/index.js";
 import { API_SERVICES, type ServiceContext } from "../services/index.js";
@@ -98,7 +98,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   // receiver cannot hold the requests sign-in needs.
   const webhookEgress = new Egress({ allowInsecure: config.allowInsecureIssuers, timeoutMs: config.events.timeoutMs, maxBytes: 64 * 1024 });
   const eventHub = new EventHub({ db: database.db, onError: (e) => log.error({ err: e }, "reading new events failed; retrying") });
-  await eventHub.start();
+  eventHub.start();
   const ctx: ServiceContext = {
     db: database.db,
     list: await ListEngine.create(database.db, secrets, clock),
@@ -109,7 +109,10 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       clock,
       render: (schema, message) => jsonRenderer.render(schema, message),
       retryForMs: config.events.retryForMs,
-      announce: async () => void (await database.db.execute(sql`select pg_notify(${EVENTS_CHANNEL}, '')`)),
+      announce: async (deliveries) => {
+        await database.db.execute(sql`select pg_notify(${EVENTS_CHANNEL}, '')`);
+        if (deliveries) await database.db.execute(sql`select pg_notify(${DELIVERIES_CHANNEL}, '')`);
+      },
       onError: (e) => log.warn({ err: e }, "announcing events failed; replicas find them at their next poll"),
     }),
     eventHub,
@@ -145,13 +148,13 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     leaseMs: 2 * config.events.timeoutMs + 1000,
     onError: (e) => log.error({ err: e }, "webhook dispatch failed; retrying"),
   });
-  // "Events were recorded", from any replica: the watchers' hub and the dispatcher look. A
-  // (re)established LISTEN makes them look too, for what was announced while it was down.
-  const lookForEvents = () => {
-    eventHub.wake();
-    dispatcher.notify();
-  };
+  // "Events were recorded" and "deliveries were written", from any replica: the watchers' hub and
+  // the dispatcher look. A (re)established LISTEN makes them look too, for what was announced while
+  // it was down.
+  const lookForEvents = () => eventHub.wake();
+  const lookForDeliveries = () => dispatcher.notify();
   const unlistenEvents = await database.listen(EVENTS_CHANNEL, lookForEvents, lookForEvents);
+  const unlistenDeliveries = await database.listen(DELIVERIES_CHANNEL, lookForDeliveries, lookForDeliveries);
   dispatcher.start();
   const retention = new EventRetention({ db: database.db, clock, retentionMs: config.events.retentionMs, onError: (e) => log.error({ err: e }, "event pruning failed") });
   retention.start();
@@ -307,6 +310,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       await listener.close(config.shutdownGraceMs);
       await unlistenGrants();
       await unlistenEvents();
+      await unlistenDeliveries();
       await database.close();
     },
   };

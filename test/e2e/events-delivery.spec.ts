@@ -8,7 +8,7 @@ import { pino } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import { EventsService, type Event } from "../../gen/platform/events/v2beta1/events_pb.js";
 import { Egress } from "../../src/egress/index.js";
-import { WebhookDispatcher } from "../../src/events/index.js";
+import { DELIVERIES_CHANNEL, WebhookDispatcher } from "../../src/events/index.js";
 import { connectClient, grpcJsClient, restClient, type JsonObject } from "../support/clients.js";
 import { createFreshDatabase, postgresAdminUrl, type FreshDatabase } from "../support/database.js";
 import { createGroup, ok, uidOf } from "../support/rest-iam.js";
@@ -137,7 +137,7 @@ describe("two replicas", () => {
       second.start();
       cleanups.push(() => second.stop());
       // Woken by the same notifications as the server's own dispatcher.
-      const unlisten = await a.app.database.listen("platform_events", () => second.notify(), () => second.notify());
+      const unlisten = await a.app.database.listen(DELIVERIES_CHANNEL, () => second.notify(), () => second.notify());
       cleanups.push(unlisten);
     }
     const callA = restClient(a.url, a.token);

@@ -283,6 +283,24 @@ describe("WatchEvents", () => {
     expect(viaGrpc[0]).toMatchObject({ type: "platform.registry.repo.created.v1", subject: uidOf(repo), group: org });
   });
 
+  it("shows a viewer's stream its organization's events and none of another's", async () => {
+    const a = await orgWithIdentity("events-watch-a");
+    const b = await orgWithIdentity("events-watch-b");
+    await ok(bind(call, a.org, a.identity, "viewer"));
+    const viewer = (await server.app.tokens.mint(a.identity, server.app.urls.baseUrl)).token;
+    const watching = server.app.eventHub.size;
+    const first = (async () => {
+      for await (const e of connectClient(EventsService, server.url, viewer).watchEvents({})) return e;
+      return undefined;
+    })();
+    for (let i = 0; i < 100 && server.app.eventHub.size <= watching; i++) await new Promise((r) => setTimeout(r, 20));
+    // Another organization's change first: the viewer's stream must skip it.
+    await ok(call("POST", `/registry/v2beta1/repos/${b.org}`, { name: "not-yours" }));
+    const mine = await ok(call("POST", `/registry/v2beta1/repos/${a.org}`, { name: "yours" }));
+    const got = await first;
+    expect(got).toMatchObject({ subject: uidOf(mine), group: a.org });
+  });
+
   it("refuses a resume point that names no event, and bad filters", async () => {
     const client = connectClient(EventsService, server.url, server.token);
     const first = async (req: Parameters<typeof client.watchEvents>[0]) => {

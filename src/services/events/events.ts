@@ -112,7 +112,7 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
       const where = watchConditions(req, context);
       const hub = ctx.eventHub;
       // Listening before the replay: an event committed meanwhile is either replayed or arrives here.
-      const live = hub.subscribe(context.signal);
+      const live = await hub.subscribe(context.signal);
       try {
         // The stream starts after the resume point, or now: what the hub hands out from before
         // (its cursor may lag behind) or what the replay already sent is not new to it.
