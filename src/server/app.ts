@@ -308,6 +308,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       retention.stop();
       await adminTokenRenewal?.stop();
       await listener.close(config.shutdownGraceMs);
+      await ctx.events.close();
       await unlistenGrants();
       await unlistenEvents();
       await unlistenDeliveries();
