@@ -1,5 +1,6 @@
 import { eq } from "drizzle-orm";
 import { decodeJwt, type JWTPayload } from "jose";
+import { LRUCache } from "lru-cache";
 import { schema, UID_SHAPES, type Database, type Executor } from "../db/index.js";
 import { invalidArgument, unauthenticated } from "../errors/index.js";
 import type { EventRecorder } from "../events/index.js";
@@ -22,6 +23,10 @@ export interface TokenExchangeDeps {
   /** Records each exchange for an existing identity, accepted or rejected, in the audit log. */
   events: EventRecorder;
 }
+
+/** Identities whose rejected exchange was recorded in the last REJECTION_WINDOW_MS (per replica). */
+const REJECTION_WINDOW_MS = 60_000;
+const recentRejections = new LRUCache<string, true>({ max: 10_000, ttl: REJECTION_WINDOW_MS });
 
 /** The event type of a token exchange (docs/design.md, "Events"). */
 export const TOKEN_EXCHANGED_EVENT = "platform.auth.token.exchanged.v1";
@@ -106,8 +111,13 @@ export async function exchangeToken(deps: TokenExchangeDeps, req: ExchangeReques
       data: { outcome, audience: req.audience, ...(reason ? { reason } : {}) },
     });
   const refuse = async (reason: string) => {
-    await record("rejected", reason);
-    deps.events.announce();
+    // One rejected event per identity per window and replica: a public issuer's tokens are easy to
+    // come by, and repeated tries must not flood the organization's log and webhooks.
+    if (!recentRejections.has(identity.uid)) {
+      recentRejections.set(identity.uid, true);
+      await record("rejected", reason);
+      deps.events.announce();
+    }
     return reject(reason);
   };
   const issuer = issuerFor(identity, req.oidcToken);

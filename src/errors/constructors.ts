@@ -75,6 +75,11 @@ export function outOfRange(description: string): ConnectError {
   return new ConnectError(`Out of range: ${clip(description)}`, Code.OutOfRange);
 }
 
+/** RESOURCE_EXHAUSTED: a per-caller limit (open streams). */
+export function resourceExhausted(description: string): ConnectError {
+  return new ConnectError(`Resource exhausted: ${clip(description)}`, Code.ResourceExhausted);
+}
+
 /**
  * PERMISSION_DENIED. With `reason`, its ErrorInfo names the rule that refused
  * (e.g. GRANT_CEILING) instead of the code; the domain is filled in on the

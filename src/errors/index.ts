@@ -9,6 +9,7 @@ export {
   alreadyExists,
   permissionDenied,
   outOfRange,
+  resourceExhausted,
   unauthenticated,
   unimplemented,
   internalError,

@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import { Webhook } from "standardwebhooks";
 import type { SecretBox } from "../crypto/index.js";
 import { queryRows, type Database } from "../db/index.js";
-import type { EgressFetch } from "../egress/index.js";
+import { EgressError, type EgressFetch } from "../egress/index.js";
 import { cloudEvent, type EventRow } from "./cloud-event.js";
 
 /** What a subscription's sealed secret is bound to: its own row. */
@@ -25,9 +25,23 @@ export interface DispatcherOptions {
   /** How often due retries are looked for when no event wakes the dispatcher. */
   pollMs?: number;
   onError: (e: unknown) => void;
+  /** A delivery's failure in full, for the log (subscriptions show only its kind). */
+  onDeliveryError: (sink: string, e: unknown) => void;
 }
 
 const MAX_BACKOFF_MS = 3_600_000;
+
+/** The last error a subscription shows for each kind of egress failure. */
+const DELIVERY_FAILURES: Record<EgressError["failure"], string> = {
+  url: "the sink is not a URL events may be sent to",
+  address: "the sink's host did not resolve to a public address",
+  timeout: "the sink did not answer in time",
+  network: "the sink could not be reached",
+  redirect: "the sink answered with a redirect, which is not followed",
+  busy: "too many deliveries were in flight; it will be retried",
+  too_large: "the sink's answer was too large",
+  answer: "the sink's answer could not be read",
+};
 
 interface Claimed extends EventRow {
   id: string | number;
@@ -156,12 +170,19 @@ export class WebhookDispatcher {
       });
       if (res.status < 200 || res.status > 299) error = `the sink answered ${res.status}`;
     } catch (e) {
-      error = e instanceof Error ? e.message : String(e);
+      // What subscription readers see: the kind of failure only. The egress guard's own text can
+      // name internal hosts and addresses, so it goes to the log.
+      error = e instanceof EgressError ? DELIVERY_FAILURES[e.failure] : "the delivery failed";
+      this.opts.onDeliveryError(c.sink, e);
     }
     await this.settle(c, error);
   }
 
-  /** Marks a delivery delivered, failed (past its deadline), or due again after a backoff. */
+  /**
+   * Marks a delivery delivered, failed (past its deadline), or due again after a backoff —
+   * only while this claim is the latest (`attempts` unchanged): a replica whose lease ran out
+   * and was taken over does not settle what the other now holds.
+   */
   private async settle(c: Claimed, error: string | undefined): Promise<void> {
     const now = this.opts.clock();
     const db = this.opts.db;
@@ -169,7 +190,7 @@ export class WebhookDispatcher {
       await db.execute(sql`
         WITH d AS (
           UPDATE event_deliveries SET state = 'delivered', deliver_time = ${now.toISOString()}, lease_until = NULL, last_error = ''
-          WHERE id = ${c.id} RETURNING subscription_uid)
+          WHERE id = ${c.id} AND state = 'pending' AND attempts = ${c.attempts} RETURNING subscription_uid)
         UPDATE subscriptions SET last_delivery_time = ${now.toISOString()} FROM d WHERE subscriptions.uid = d.subscription_uid`);
       return;
     }
@@ -181,7 +202,7 @@ export class WebhookDispatcher {
       WITH d AS (
         UPDATE event_deliveries SET state = ${failed ? "failed" : "pending"}, next_attempt_time = ${next.toISOString()},
           lease_until = NULL, last_error = ${text}
-        WHERE id = ${c.id} RETURNING subscription_uid)
+        WHERE id = ${c.id} AND state = 'pending' AND attempts = ${c.attempts} RETURNING subscription_uid)
       UPDATE subscriptions SET last_error = ${text}, last_error_time = ${now.toISOString()} FROM d WHERE subscriptions.uid = d.subscription_uid`);
     if (!failed && this.running && delay < this.pollMs) {
       const t = setTimeout(() => {

@@ -92,6 +92,7 @@ export class EventRecorder {
   private again = false;
   /** Deliveries were written since the last announcement: dispatchers need to hear of it. */
   private deliveriesWritten = false;
+  private deliveriesAgain = false;
   private closed = false;
 
   constructor(private readonly opts: EventRecorderOptions) {}
@@ -111,7 +112,10 @@ export class EventRecorder {
     this.announcing = new Promise<void>((resolve) => setTimeout(resolve, ANNOUNCE_DELAY_MS))
       .then(() => {
         if (this.closed) return;
-        const deliveries = this.deliveriesWritten;
+        // Written rows may belong to a transaction that has not committed yet: its own
+        // announcement comes after its commit, and must wake the dispatchers too.
+        const deliveries = this.deliveriesWritten || this.deliveriesAgain;
+        this.deliveriesAgain = this.deliveriesWritten;
         this.deliveriesWritten = false;
         this.again = false;
         return this.opts.announce(deliveries);

@@ -147,6 +147,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     // Longer than any delivery can take, so a live replica's claim is never taken over.
     leaseMs: 2 * config.events.timeoutMs + 1000,
     onError: (e) => log.error({ err: e }, "webhook dispatch failed; retrying"),
+    onDeliveryError: (sink, e) => log.info({ sink: new URL(sink).origin, err: e }, "webhook delivery failed; it will be retried"),
   });
   // "Events were recorded" and "deliveries were written", from any replica: the watchers' hub and
   // the dispatcher look. A (re)established LISTEN makes them look too, for what was announced while
@@ -302,12 +303,14 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     dispatcher,
     async close() {
       shutdown.abort();
-      // Watch streams end now, so that draining does not wait for them.
+      // Watch streams end now, so that draining does not wait for them; in-flight deliveries finish
+      // while requests drain (an unfinished one is sent again by whichever replica claims it next).
       eventHub.close();
-      await dispatcher.stop();
       retention.stop();
+      const dispatching = dispatcher.stop();
       await adminTokenRenewal?.stop();
       await listener.close(config.shutdownGraceMs);
+      await dispatching;
       await ctx.events.close();
       await unlistenGrants();
       await unlistenEvents();

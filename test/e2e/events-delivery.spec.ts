@@ -133,6 +133,7 @@ describe("two replicas", () => {
         backoffMs: 50,
         leaseMs: 61_000,
         onError: (e) => pino().error(e),
+        onDeliveryError: () => {},
       });
       second.start();
       cleanups.push(() => second.stop());

@@ -232,6 +232,35 @@ describe("webhooks", () => {
     expectInvalid(await call("PATCH", `/events/v2beta1/subscriptions/${uidOf(made)}`, { sink: "https://169.254.169.254/" }), "sink");
   });
 
+  it("shows a failed delivery's kind as the last error, never the egress guard's text (hosts, addresses)", async () => {
+    const { org } = await orgWithIdentity("events-unreachable");
+    const made = await subscribe(org, "http://127.0.0.1:1/hook", ["platform.registry."]);
+    await ok(call("POST", `/registry/v2beta1/repos/${org}`, { name: "nowhere" }));
+    let status: JsonObject = {};
+    for (let i = 0; i < 200 && !status["lastError"]; i++) {
+      if (i) await new Promise((r) => setTimeout(r, 20));
+      status = await ok(call("GET", `/events/v2beta1/subscriptions/${uidOf(made)}`));
+    }
+    expect(status["lastError"]).toBe("the sink could not be reached");
+    expect(status["pendingCount"]).toBe("1");
+    await ok(call("DELETE", `/events/v2beta1/subscriptions/${uidOf(made)}`));
+  });
+
+  it("needs events.list where it sends from, beside subscriptions.create: a subscription is a way to read events", async () => {
+    const { org, identity } = await orgWithIdentity("events-ceiling");
+    const role = uidOf(await ok(call("POST", `/iam/v2beta1/roles/${org}`, { name: "hooker", capabilities: ["subscriptions.create", "subscriptions.update", "subscriptions.list"] })));
+    await ok(bind(call, org, identity, role));
+    const hooker = restClient(server.url, (await server.app.tokens.mint(identity, server.app.urls.baseUrl)).token);
+    const refused = await hooker("POST", `/events/v2beta1/subscriptions/${org}`, { sink: "https://example.com/hook" });
+    expect(refused.status).toBe(403);
+    expect(refused.body["message"]).toContain("events.list");
+    const made = await subscribe(org, "https://example.com/hook");
+    expect((await hooker("PATCH", `/events/v2beta1/subscriptions/${uidOf(made)}`, { description: "mine now" })).status).toBe(403);
+    await ok(call("PATCH", `/iam/v2beta1/roles/${role}?updateMask=capabilities`, { capabilities: ["subscriptions.create", "subscriptions.update", "subscriptions.list", "events.list"] }));
+    expect((await hooker("PATCH", `/events/v2beta1/subscriptions/${uidOf(made)}`, { description: "mine now" })).status).toBe(200);
+    expect((await hooker("POST", `/events/v2beta1/subscriptions/${org}`, { sink: "https://example.com/hook" })).status).toBe(200);
+  });
+
   it("lets a viewer read subscriptions but not make them (owner only)", async () => {
     const { org, identity } = await orgWithIdentity("events-authz");
     await ok(bind(call, org, identity, "editor"));
@@ -299,6 +328,26 @@ describe("WatchEvents", () => {
     const mine = await ok(call("POST", `/registry/v2beta1/repos/${a.org}`, { name: "yours" }));
     const got = await first;
     expect(got).toMatchObject({ subject: uidOf(mine), group: a.org });
+  });
+
+  it("refuses a stream to a caller who can see no event, and more than 16 streams per identity", async () => {
+    const { org, identity } = await orgWithIdentity("events-watch-limits");
+    const nobody = (await server.app.tokens.mint(identity, server.app.urls.baseUrl)).token;
+    const firstOf = async (token: string, signal?: AbortSignal) => {
+      for await (const e of connectClient(EventsService, server.url, token).watchEvents({ uidp: { inRoot: org } }, { signal })) return e;
+      return undefined;
+    };
+    await expect(firstOf(nobody)).rejects.toMatchObject({ code: Code.PermissionDenied });
+    await ok(bind(call, org, identity, "viewer"));
+    const viewer = (await server.app.tokens.mint(identity, server.app.urls.baseUrl)).token;
+    const abort = new AbortController();
+    const before = server.app.eventHub.size;
+    const open = Array.from({ length: 16 }, () => firstOf(viewer, abort.signal).catch(() => undefined));
+    for (let i = 0; i < 200 && server.app.eventHub.size < before + 16; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(server.app.eventHub.size).toBe(before + 16);
+    await expect(firstOf(viewer)).rejects.toMatchObject({ code: Code.ResourceExhausted });
+    abort.abort();
+    await Promise.all(open);
   });
 
   it("refuses a resume point that names no event, and bad filters", async () => {

@@ -4,7 +4,8 @@ import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { and, asc, eq, gt, gte, inArray, lt, max, sql, type SQL } from "drizzle-orm";
 import { EventSchema, EventsService, ListEventsResponseSchema, type Event, type ListEventsRequest, type WatchEventsRequest } from "../../../gen/platform/events/v2beta1/events_pb.js";
 import { schema, type Executor } from "../../db/index.js";
-import { outOfRange, invalidArgument, permissionDenied } from "../../errors/index.js";
+import { outOfRange, invalidArgument, permissionDenied, resourceExhausted } from "../../errors/index.js";
+import { principalKey } from "../../auth/index.js";
 import { listVisibilityKey, visibilityCondition, type ExtraFilters, type ListSource, type UidpFilter } from "../../list/index.js";
 import { scopeConditions } from "../../list/scope.js";
 import type { ServiceContext } from "../context.js";
@@ -91,13 +92,19 @@ function watchConditions(req: WatchEventsRequest, context: HandlerContext): SQL[
   if (uidp) for (const [field, value] of Object.entries(uidp)) for (const v of [value].flat()) checkText(String(v), `uidp.${field}`);
   const visibility = context.values.get(listVisibilityKey);
   if (!visibility) throw permissionDenied("this list has no authorization");
+  // A list with nothing visible is empty; a stream with nothing visible would only hold resources.
+  if (!visibility.all && visibility.roots.length === 0) throw permissionDenied("the caller holds events.list nowhere, so no event could be streamed");
   const where = [...scopeConditions(eventsSource, uidp), ...eventFilters({ ...req, since: undefined, until: undefined }).where];
   const visible = visibilityCondition(eventsSource, visibility);
   if (visible) where.push(visible);
   return where;
 }
 
+/** Open WatchEvents streams one identity may hold on one server. */
+export const MAX_STREAMS_PER_IDENTITY = 16;
+
 export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsService> {
+  const streamsOf = new Map<string, number>();
   const select = (db: Executor, where: SQL[], limit: number) =>
     db.select().from(events).where(and(...where)).orderBy(asc(events.seq)).limit(limit);
 
@@ -110,6 +117,23 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
 
     async *watchEvents(req, context) {
       const where = watchConditions(req, context);
+      const watcher = context.values.get(principalKey)?.identityUid ?? "";
+      const open = streamsOf.get(watcher) ?? 0;
+      if (open >= MAX_STREAMS_PER_IDENTITY) {
+        throw resourceExhausted(`at most ${MAX_STREAMS_PER_IDENTITY} WatchEvents streams per identity on one server; close one first`);
+      }
+      streamsOf.set(watcher, open + 1);
+      try {
+        yield* watch(req, context, where);
+      } finally {
+        const left = (streamsOf.get(watcher) ?? 1) - 1;
+        if (left > 0) streamsOf.set(watcher, left);
+        else streamsOf.delete(watcher);
+      }
+    },
+  };
+
+  async function* watch(req: WatchEventsRequest, context: HandlerContext, where: SQL[]): AsyncGenerator<Event> {
       const hub = ctx.eventHub;
       // Listening before the replay: an event committed meanwhile is either replayed or arrives here.
       const live = await hub.subscribe(context.signal);
@@ -143,12 +167,14 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
         }
         for await (const seqs of live) {
           const fresh = seqs.filter(isNew);
-          if (!fresh.length) continue;
-          for (const row of await select(ctx.db, [...where, inArray(events.seq, fresh)], fresh.length)) yield toEventMessage(row);
+          // In pieces: a far-behind watcher's batch could exceed PostgreSQL's bind-parameter limit.
+          for (let i = 0; i < fresh.length; i += REPLAY_PAGE) {
+            const piece = fresh.slice(i, i + REPLAY_PAGE);
+            for (const row of await select(ctx.db, [...where, inArray(events.seq, piece)], piece.length)) yield toEventMessage(row);
+          }
         }
       } finally {
         live.close();
       }
-    },
-  };
+  }
 }

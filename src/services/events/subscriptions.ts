@@ -1,12 +1,13 @@
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
-import type { ServiceImpl } from "@connectrpc/connect";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { callerGrants } from "../../authz/index.js";
 import { count, inArray } from "drizzle-orm";
 import { SubscriptionSchema, SubscriptionsService, type Subscription } from "../../../gen/platform/events/v2beta1/subscriptions_pb.js";
 import type { SecretBox } from "../../crypto/index.js";
-import { newChildUid, schema, type Executor } from "../../db/index.js";
+import { newChildUid, parentOf, schema, type Executor } from "../../db/index.js";
 import { EgressError, type Egress } from "../../egress/index.js";
-import { invalidArgument } from "../../errors/index.js";
+import { invalidArgument, permissionDenied } from "../../errors/index.js";
 import { subscriptionSecretContext } from "../../events/index.js";
 import type { ServiceContext } from "../context.js";
 import { requireField } from "../resource-store.js";
@@ -95,6 +96,7 @@ export function subscriptionsService(ctx: ServiceContext): ServiceImpl<typeof Su
   return resourceService(SubscriptionsService, subscriptionResource(ctx.egress), ctx, (store) => ({
     async createSubscription(req, context) {
       const parent = requireField(req.parent, "parent");
+      mayReceiveEvents(context, parent);
       const uid = newChildUid(parent);
       const secret = newSigningSecret();
       const created = await store.create(req.subscription ?? create(SubscriptionSchema), { uid, parentUid: parent, secret: sealSecret(ctx.secrets, uid, secret) }, context);
@@ -102,7 +104,24 @@ export function subscriptionsService(ctx: ServiceContext): ServiceImpl<typeof Su
       created.secret = secret;
       return created;
     },
+
+    async updateSubscription(req, context) {
+      const patch = req.subscription ?? create(SubscriptionSchema);
+      const uid = requireField(patch.uid, "subscription.uid");
+      mayReceiveEvents(context, parentOf(uid));
+      return (await withDeliveryCounts(ctx.db, [await store.update(uid, patch, req.updateMask, context)]))[0]!;
+    },
   }));
+}
+
+/**
+ * A subscription receives every event of its group's subtree, so whoever points one at a sink
+ * must be allowed to read those events: `events.list` there, beside the subscription capability.
+ */
+function mayReceiveEvents(context: HandlerContext, group: string): void {
+  if (!callerGrants(context).holdsAt("events.list", group)) {
+    throw permissionDenied(`a subscription sends the events of ${group}: that needs events.list there too`);
+  }
 }
 
 function sealSecret(secrets: SecretBox, uid: string, secret: string): string {
