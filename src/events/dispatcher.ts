@@ -30,6 +30,8 @@ export interface DispatcherOptions {
 }
 
 const MAX_BACKOFF_MS = 3_600_000;
+/** The longest pause after failed rounds (the database unreachable). */
+const MAX_FAILURE_PAUSE_MS = 30_000;
 
 /** The last error a subscription shows for each kind of egress failure. */
 const DELIVERY_FAILURES: Record<EgressError["failure"], string> = {
@@ -92,6 +94,7 @@ export class WebhookDispatcher {
 
   async stop(): Promise<void> {
     this.running = false;
+    clearTimeout(this.timer);
     for (const t of this.retries) clearTimeout(t);
     this.retries.clear();
     this.notify();
@@ -99,15 +102,34 @@ export class WebhookDispatcher {
   }
 
   private async run(): Promise<void> {
+    let failures = 0;
     while (this.running) {
       let sent = 0;
       try {
         sent = await this.round();
+        failures = 0;
       } catch (e) {
+        failures++;
         this.opts.onError(e);
       }
+      if (!this.running) break;
+      if (failures > 0) {
+        // The database is away: asking every second would only push the driver's reconnect
+        // backoff up, and with it the wait of every API call (docs/design.md, "Webhooks").
+        // Wake-ups are ignored until the pause ends.
+        await new Promise<void>((resolve) => {
+          this.wake = () => {
+            if (!this.running) resolve();
+          };
+          this.timer = setTimeout(resolve, Math.min(this.pollMs * 2 ** failures, MAX_FAILURE_PAUSE_MS));
+        });
+        clearTimeout(this.timer);
+        this.wake = undefined;
+        this.woken = false;
+        continue;
+      }
       // A full batch: there may be more. Otherwise sleep until woken or the next poll.
-      if (sent >= this.batch || !this.running) continue;
+      if (sent >= this.batch) continue;
       if (this.woken) {
         this.woken = false;
         continue;
