@@ -17,6 +17,12 @@ export function isForeignKeyViolation(e: unknown): boolean {
   return sqlState(e) === "23503";
 }
 
+/** A transaction PostgreSQL gave up on so that another could go on (deadlock, serialization): retry it. */
+export function isTransactionConflict(e: unknown): boolean {
+  const state = sqlState(e);
+  return state === "40P01" || state === "40001";
+}
+
 /**
  * A value PostgreSQL cannot take (class 22, data exception: a NUL byte, an
  * out-of-range number or time) or a limit it enforces (class 54, e.g. an

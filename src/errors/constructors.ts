@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { isDataError, isDatabaseUnavailable } from "../db/pg-errors.js";
+import { isDataError, isDatabaseUnavailable, isTransactionConflict } from "../db/pg-errors.js";
 import {
   BadRequestSchema,
   ErrorInfoSchema,
@@ -119,13 +119,17 @@ export function internalError(cause: unknown): ConnectError {
  * Anything thrown, as the error the caller sees: a ConnectError as it is; a
  * value PostgreSQL refused (a data exception or a size limit, which input
  * checks should have caught first) as INVALID_ARGUMENT; a database that
- * cannot be reached as UNAVAILABLE (retry); anything else as
+ * cannot be reached as UNAVAILABLE (retry); a transaction the database gave
+ * up on (deadlock, serialization) as ABORTED (retry); anything else as
  * INTERNAL, its cause handed to `onInternal` (the log) and never to the
  * caller. Every entry point (RPC interceptor, REST, plain HTTP routes) uses it.
  */
 export function toConnectError(thrown: unknown, onInternal: (cause: unknown) => void): ConnectError {
   if (thrown instanceof ConnectError) return thrown;
   if (isDatabaseUnavailable(thrown)) return unavailable("the database cannot be reached; retry shortly");
+  if (isTransactionConflict(thrown)) {
+    return new ConnectError("Aborted: the change conflicted with a concurrent one; retry it", Code.Aborted);
+  }
   if (isDataError(thrown)) return invalidArgument("request", "contains a value that cannot be stored (too large, out of range or not valid text)");
   onInternal(thrown);
   return internalError(thrown);

@@ -268,6 +268,14 @@ describe("toConnectError", () => {
     }
   });
 
+  it("makes a transaction PostgreSQL gave up on (deadlock, serialization failure) ABORTED, never INTERNAL", () => {
+    for (const code of ["40P01", "40001"]) {
+      const err = toConnectError(new Error("Failed query", { cause: Object.assign(new Error("deadlock detected"), { code }) }), never);
+      expect(err.code, code).toBe(Code.Aborted);
+      expect(err.rawMessage).toContain("retry");
+    }
+  });
+
   it("makes a value PostgreSQL refused INVALID_ARGUMENT on request", () => {
     for (const code of ["22P02", "22021", "54000"]) {
       const err = toConnectError(new Error("Failed query", { cause: Object.assign(new Error("bad value"), { code }) }), never);

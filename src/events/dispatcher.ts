@@ -208,24 +208,28 @@ export class WebhookDispatcher {
   private async settle(c: Claimed, error: string | undefined): Promise<void> {
     const now = this.opts.clock();
     const db = this.opts.db;
+    // The delivery row first, the subscription's status after, as separate statements: deleting a
+    // subscription locks the subscription and then (by cascade) its deliveries, and taking the two
+    // in the other order within one statement deadlocks with it.
+    const mine = sql`id = ${c.id} AND state = 'pending' AND attempts = ${c.attempts}`;
+    const subscriptionStatus = (set: ReturnType<typeof sql>) =>
+      db.execute(sql`UPDATE subscriptions SET ${set} WHERE uid = ${c.subscription_uid}`);
     if (error === undefined) {
-      await db.execute(sql`
-        WITH d AS (
-          UPDATE event_deliveries SET state = 'delivered', deliver_time = ${now.toISOString()}, lease_until = NULL, last_error = ''
-          WHERE id = ${c.id} AND state = 'pending' AND attempts = ${c.attempts} RETURNING subscription_uid)
-        UPDATE subscriptions SET last_delivery_time = ${now.toISOString()} FROM d WHERE subscriptions.uid = d.subscription_uid`);
+      const done = await queryRows(db, sql`
+        UPDATE event_deliveries SET state = 'delivered', deliver_time = ${now.toISOString()}, lease_until = NULL, last_error = ''
+        WHERE ${mine} RETURNING id`);
+      if (done.length) await subscriptionStatus(sql`last_delivery_time = ${now.toISOString()}`);
       return;
     }
     const delay = Math.min(this.opts.backoffMs * 2 ** Math.max(0, c.attempts - 1), MAX_BACKOFF_MS);
     const next = new Date(now.getTime() + delay);
     const failed = next.getTime() > new Date(c.deadline).getTime();
     const text = error.slice(0, 1000);
-    await db.execute(sql`
-      WITH d AS (
-        UPDATE event_deliveries SET state = ${failed ? "failed" : "pending"}, next_attempt_time = ${next.toISOString()},
-          lease_until = NULL, last_error = ${text}
-        WHERE id = ${c.id} AND state = 'pending' AND attempts = ${c.attempts} RETURNING subscription_uid)
-      UPDATE subscriptions SET last_error = ${text}, last_error_time = ${now.toISOString()} FROM d WHERE subscriptions.uid = d.subscription_uid`);
+    const settled = await queryRows(db, sql`
+      UPDATE event_deliveries SET state = ${failed ? "failed" : "pending"}, next_attempt_time = ${next.toISOString()},
+        lease_until = NULL, last_error = ${text}
+      WHERE ${mine} RETURNING id`);
+    if (settled.length) await subscriptionStatus(sql`last_error = ${text}, last_error_time = ${now.toISOString()}`);
     if (!failed && this.running && delay < this.pollMs) {
       const t = setTimeout(() => {
         this.retries.delete(t);
