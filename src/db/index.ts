@@ -6,3 +6,4 @@ export { isUniqueViolation, isForeignKeyViolation, isDataError, isDatabaseUnavai
 export { groupContents, type GroupContent } from "./group-contents.js";
 export { countRoleBindings, deleteGroupRoleBindings } from "./role-binding-rules.js";
 export { loadSealedSetting, settingContext } from "./sealed-setting.js";
+export { columnKey } from "./columns.js";

@@ -117,15 +117,7 @@ export class WebhookDispatcher {
         // The database is away: asking every second would only push the driver's reconnect
         // backoff up, and with it the wait of every API call (docs/design.md, "Webhooks").
         // Wake-ups are ignored until the pause ends.
-        await new Promise<void>((resolve) => {
-          this.wake = () => {
-            if (!this.running) resolve();
-          };
-          this.timer = setTimeout(resolve, Math.min(this.pollMs * 2 ** failures, MAX_FAILURE_PAUSE_MS));
-        });
-        clearTimeout(this.timer);
-        this.wake = undefined;
-        this.woken = false;
+        await this.sleep(Math.min(this.pollMs * 2 ** failures, MAX_FAILURE_PAUSE_MS), false);
         continue;
       }
       // A full batch: there may be more. Otherwise sleep until woken or the next poll.
@@ -134,14 +126,21 @@ export class WebhookDispatcher {
         this.woken = false;
         continue;
       }
-      await new Promise<void>((resolve) => {
-        this.wake = resolve;
-        this.timer = setTimeout(resolve, this.pollMs);
-      });
-      clearTimeout(this.timer);
-      this.wake = undefined;
-      this.woken = false;
+      await this.sleep(this.pollMs, true);
     }
+  }
+
+  /** Waits `ms`, or until notify() when `wakeable` (stop() always ends the wait). */
+  private async sleep(ms: number, wakeable: boolean): Promise<void> {
+    await new Promise<void>((resolve) => {
+      this.wake = () => {
+        if (wakeable || !this.running) resolve();
+      };
+      this.timer = setTimeout(resolve, ms);
+    });
+    clearTimeout(this.timer);
+    this.wake = undefined;
+    this.woken = false;
   }
 
   /** Claims a batch of due deliveries and sends them; returns how many it claimed. */

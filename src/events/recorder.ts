@@ -69,6 +69,11 @@ export function newEventUid(time: Date): string {
   return time.getTime().toString(16).padStart(12, "0") + randomBytes(8).toString("hex");
 }
 
+/** Who made a call's change: its authenticated identity. */
+function actorOf(call: ChangeCall): string {
+  return call.values.get(principalKey)?.identityUid ?? "";
+}
+
 /** Rows a write statement affected, on either driver (postgres.js: `count`; PGlite: `affectedRows`). */
 function affectedRows(result: unknown): number {
   const r = result as { count?: number; affectedRows?: number };
@@ -143,13 +148,13 @@ export class EventRecorder {
     const data: Record<string, JsonValue> = {};
     if (change.before) data["before"] = this.json(change.schema, change.before);
     if (change.after) data["after"] = this.json(change.schema, change.after);
-    await this.insert(tx, { type, subject: change.subject, actor: call.values.get(principalKey)?.identityUid ?? "", group: change.group, data });
+    await this.insert(tx, { type, subject: change.subject, actor: actorOf(call), group: change.group, data });
   }
 
   /** Records what `call` did as the type its method declares, with `data` as given (an import's outcomes). */
   async call(tx: Executor, call: ChangeCall, event: Omit<PlainEvent, "type" | "actor">): Promise<void> {
     const type = declaredEventType(call.method);
-    if (type) await this.insert(tx, { ...event, type, actor: call.values.get(principalKey)?.identityUid ?? "" });
+    if (type) await this.insert(tx, { ...event, type, actor: actorOf(call) });
   }
 
   /** Records an event that is not made by an API call (token exchanges, sign-ins). */

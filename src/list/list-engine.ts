@@ -3,7 +3,7 @@ import { and, asc, count, desc, eq, gt, lt, sql, type SQL } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
 import type { SecretBox } from "../crypto/index.js";
 import type { Database, Executor } from "../db/index.js";
-import { loadSealedSetting } from "../db/index.js";
+import { columnKey, loadSealedSetting } from "../db/index.js";
 import { invalidArgument, permissionDenied } from "../errors/index.js";
 import { parseOrderBy, type OrderBy } from "./order-by.js";
 import { PAGE_TOKEN_LIFETIME_MS, PageTokenCodec, fingerprint, type CursorPosition } from "./page-token.js";
@@ -138,8 +138,8 @@ export class ListEngine {
       const last = rows[pageSize - 1] as Record<string, unknown>;
       nextPageToken = this.codec.encode({
         position: {
-          value: sortColumn === source.uid ? null : cursorValue(last[propertyOf(source.table, sortColumn)]),
-          uid: String(last[propertyOf(source.table, source.uid)]),
+          value: sortColumn === source.uid ? null : cursorValue(last[columnKey(source.table, sortColumn)]),
+          uid: String(last[columnKey(source.table, source.uid)]),
         },
         fingerprint: fp,
         issuedAt: now,
@@ -167,12 +167,4 @@ function afterPosition(uid: PgColumn, sortColumn: PgColumn, order: OrderBy, pos:
 
 function cursorValue(v: unknown): string {
   return v instanceof Date ? v.toISOString() : String(v);
-}
-
-// The row property (JS key) under which drizzle returns a column.
-function propertyOf(table: PgTable, column: PgColumn): string {
-  for (const [key, col] of Object.entries(table as unknown as Record<string, unknown>)) {
-    if (col === column) return key;
-  }
-  throw new Error(`column ${column.name} is not in its table`);
 }

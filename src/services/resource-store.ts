@@ -2,7 +2,7 @@ import { clone, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import type { FieldMask } from "@bufbuild/protobuf/wkt";
 import { eq, getTableName, sql } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
-import { isForeignKeyViolation, isUniqueViolation, type Database, type Executor, type Transaction } from "../db/index.js";
+import { columnKey, isForeignKeyViolation, isUniqueViolation, type Database, type Executor, type Transaction } from "../db/index.js";
 import { alreadyExists, invalidArgument, notFound } from "../errors/index.js";
 import { declaredEventType, type ChangeCall, type EventRecorder } from "../events/index.js";
 import { applyUpdate } from "../fieldmask/index.js";
@@ -56,7 +56,7 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
     // Tables name their timestamps createTime/updateTime; the store keeps them.
     this.hasCreateTime = "createTime" in mapping.table;
     this.hasUpdateTime = "updateTime" in mapping.table;
-    this.uidKey = propertyOfUid(mapping);
+    this.uidKey = columnKey(mapping.table, mapping.uid);
     this.getByUid = db
       .select()
       .from(mapping.table as PgTable)
@@ -181,12 +181,4 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
     }
     return e;
   }
-}
-
-// The row property (JS key) of a mapping's uid column.
-function propertyOfUid<T extends PgTable, Desc extends DescMessage>(m: ResourceMapping<T, Desc>): string {
-  for (const [key, col] of Object.entries(m.table as unknown as Record<string, unknown>)) {
-    if (col === m.uid) return key;
-  }
-  throw new Error(`${m.kind}: its uid column is not in its table`);
 }

@@ -2,7 +2,7 @@ import { create, type DescField, type DescMessage, type DescMethod, type DescSer
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { getTableColumns } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
-import { isForeignKeyViolation, newChildUid, type Executor, type GroupContent, type Transaction } from "../db/index.js";
+import { columnKey, isForeignKeyViolation, newChildUid, type Executor, type GroupContent, type Transaction } from "../db/index.js";
 import { listVisibilityKey, type ExtraFilters, type ListParams, type ListSource } from "../list/index.js";
 import type { ServiceContext } from "./context.js";
 import { ResourceStore, requireField, type ResourceMapping } from "./resource-store.js";
@@ -66,8 +66,8 @@ export function defineResource<T extends PgTable, Desc extends DescMessage>(inpu
     ...input.list,
   };
   const { groupContent, ...rest } = input;
-  const uidKey = propertyOf(input.table, uid);
-  const parentKey = list.parentUid ? propertyOf(input.table, list.parentUid) : undefined;
+  const uidKey = columnKey(input.table, uid);
+  const parentKey = list.parentUid ? columnKey(input.table, list.parentUid) : undefined;
   const eventGroup =
     input.eventGroup ??
     ((row: T["$inferSelect"]) => {
@@ -83,11 +83,6 @@ export function defineResource<T extends PgTable, Desc extends DescMessage>(inpu
   return { ...rest, uid, list, eventGroup };
 }
 
-// The row property (JS key) under which drizzle returns a column.
-function propertyOf(table: PgTable, column: PgColumn): string {
-  for (const [key, col] of Object.entries(getTableColumns(table))) if (col === column) return key;
-  throw new Error(`column ${column.name} is not in its table`);
-}
 
 type Handler = (req: never, context: HandlerContext) => Promise<unknown>;
 

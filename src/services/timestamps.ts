@@ -10,3 +10,8 @@ export function toTimestamp(d: Date | null): Timestamp | undefined {
 export function fromTimestamp(t: Timestamp): Date {
   return timestampDate(t);
 }
+
+/** A bound on millisecond columns: a finer time is rounded up, so that `>=` (and `<`) stay exact. */
+export function millisAtOrAfter(t: Timestamp): Date {
+  return new Date(Number(t.seconds) * 1000 + Math.ceil(t.nanos / 1e6));
+}

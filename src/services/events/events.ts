@@ -9,8 +9,8 @@ import { principalKey } from "../../auth/index.js";
 import { listVisibilityKey, visibilityCondition, type ExtraFilters, type ListSource, type UidpFilter } from "../../list/index.js";
 import { scopeConditions } from "../../list/scope.js";
 import type { ServiceContext } from "../context.js";
-import { checkText } from "../request-check.js";
-import { toTimestamp } from "../timestamps.js";
+import { checkRequest } from "../request-check.js";
+import { millisAtOrAfter, toTimestamp } from "../timestamps.js";
 
 const { events } = schema;
 type EventRow = typeof events.$inferSelect;
@@ -44,16 +44,6 @@ export function toEventMessage(row: EventRow): Event {
   });
 }
 
-/** A bound of `since`/`until` as a Date; INVALID_ARGUMENT for one outside what a Date holds. */
-function boundOf(t: Timestamp | undefined, field: string): Date | undefined {
-  if (!t) return undefined;
-  // Rows keep milliseconds: round a finer bound up so that `>=` and `<` stay exact.
-  const ms = Number(t.seconds) * 1000 + Math.ceil(t.nanos / 1e6);
-  const d = new Date(ms);
-  if (!Number.isFinite(d.getTime())) throw invalidArgument(field, "is not a time the service can compare");
-  return d;
-}
-
 interface EventFilterFields {
   type: string;
   typePrefix: string;
@@ -73,8 +63,9 @@ export function eventFilters(req: EventFilterFields): ExtraFilters {
   if (req.typePrefix) where.push(sql`starts_with(${events.type}, ${req.typePrefix})`);
   if (req.subject) where.push(eq(events.subject, req.subject));
   if (req.actor) where.push(eq(events.actor, req.actor));
-  const since = boundOf(req.since, "since");
-  const until = boundOf(req.until, "until");
+  // The request check has kept both within years 1–9999.
+  const since = req.since ? millisAtOrAfter(req.since) : undefined;
+  const until = req.until ? millisAtOrAfter(req.until) : undefined;
   if (since) where.push(gte(events.time, since));
   if (until) where.push(lt(events.time, until));
   return {
@@ -85,11 +76,9 @@ export function eventFilters(req: EventFilterFields): ExtraFilters {
 
 /** Everything a watch matches: its filters, its scope and the caller's visibility. */
 function watchConditions(req: WatchEventsRequest, context: HandlerContext): SQL[] {
-  for (const [field, value] of [["type", req.type], ["type_prefix", req.typePrefix], ["subject", req.subject], ["actor", req.actor], ["after_id", req.afterId]] as const) {
-    checkText(value, field);
-  }
+  // The pipeline checks unary requests; a streaming method's request reaches the handler unchecked.
+  checkRequest(context.method, req as unknown as Record<string, unknown>);
   const uidp: UidpFilter | undefined = req.uidp;
-  if (uidp) for (const [field, value] of Object.entries(uidp)) for (const v of [value].flat()) checkText(String(v), `uidp.${field}`);
   const visibility = context.values.get(listVisibilityKey);
   if (!visibility) throw permissionDenied("this list has no authorization");
   // A list with nothing visible is empty; a stream with nothing visible would only hold resources.

@@ -1,5 +1,4 @@
 import { create } from "@bufbuild/protobuf";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { eq, gte, type SQL } from "drizzle-orm";
 import { TagSchema, TagsService, type ListTagsRequest, type Tag } from "../../../gen/platform/registry/v2beta1/tags_pb.js";
@@ -7,7 +6,7 @@ import { parentOf, schema } from "../../db/index.js";
 import type { ExtraFilters } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
 import { defineResource, resourceService } from "../resource.js";
-import { toTimestamp } from "../timestamps.js";
+import { millisAtOrAfter, toTimestamp } from "../timestamps.js";
 import { checkDigest, checkTagName } from "./oci-names.js";
 
 const { tags } = schema;
@@ -37,10 +36,6 @@ export const tagResource = defineResource({
   missingReference: "repo",
 });
 
-// Rows keep milliseconds: round a finer bound up so that `>=` stays exact.
-function millisAtOrAfter(t: Timestamp): Date {
-  return new Date(Number(t.seconds) * 1000 + Math.ceil(t.nanos / 1e6));
-}
 
 /** The digest and updated_since filters. */
 function tagFilters(req: ListTagsRequest): ExtraFilters {
