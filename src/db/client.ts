@@ -46,6 +46,16 @@ export interface DatabaseOptions {
 /** Connections to PostgreSQL per replica; PGlite has one. */
 export const POSTGRES_POOL_SIZE = 10;
 
+/**
+ * Seconds postgres.js waits before reconnecting after `failures` failed attempts in a row.
+ * A query waits out this delay, so its default (3^n / 100 s, up to 20 s) made API calls hang
+ * for many seconds during an outage; capped at 1 s, a call is answered UNAVAILABLE, or served
+ * again once the database is back, within about a second (docs/design.md, "Errors").
+ */
+export function reconnectDelaySeconds(failures: number): number {
+  return Math.min(0.05 * 2 ** failures, 1) * (0.5 + Math.random() / 2);
+}
+
 const migrationsFolder = fileURLToPath(new URL("./migrations", import.meta.url));
 // Serializes migrations when several replicas start at once against one PostgreSQL.
 const MIGRATION_LOCK_ID = 7_201_304_981;
@@ -58,7 +68,7 @@ const MIGRATION_LOCK_ID = 7_201_304_981;
 export async function openDatabase(opts: DatabaseOptions): Promise<DatabaseHandle> {
   if (opts.databaseUrl) {
     const builtInRoles = await migratePostgresLocked(opts.databaseUrl);
-    const client = postgres(opts.databaseUrl, { max: POSTGRES_POOL_SIZE, onnotice: () => {} });
+    const client = postgres(opts.databaseUrl, { max: POSTGRES_POOL_SIZE, backoff: reconnectDelaySeconds, onnotice: () => {} });
     const db = drizzlePostgres(opts.observeQuery ? observedPostgres(client, opts.observeQuery) : client, { schema }) as unknown as Database;
     return {
       db,
