@@ -147,7 +147,7 @@ describe("two replicas", () => {
     await ok(callA("POST", `/events/v2beta1/subscriptions/${org}`, { sink: hook.url, types: ["platform.registry.repo.created.v1"] }));
 
     // 1,000 on PostgreSQL, as two real replicas would; fewer on PGlite, whose one connection serves both dispatchers.
-    const TOTAL = a.backend === "postgres" ? 1000 : 300;
+    const TOTAL = a.backend === "postgres" ? 1000 : 100;
     const subjects: string[] = [];
     let next = 0;
     // 16 writers, alternating between the replicas.

@@ -16,12 +16,15 @@ export interface FreshDatabase {
   drop(): Promise<void>;
 }
 
-/** Creates an empty database `<prefix>_<random>` on the configured server; drop() removes it. */
-export async function createFreshDatabase(adminUrl: string, prefix = "platform_test"): Promise<FreshDatabase> {
+/**
+ * Creates a database `<prefix>_<random>` on the configured server; drop() removes it. It is
+ * empty, or a copy of `template` (a database nobody is connected to).
+ */
+export async function createFreshDatabase(adminUrl: string, prefix = "platform_test", template?: string): Promise<FreshDatabase> {
   const name = `${prefix}_${randomBytes(6).toString("hex")}`;
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
   try {
-    await admin.unsafe(`create database ${name}`);
+    await admin.unsafe(template ? `create database ${name} template ${template}` : `create database ${name}`);
   } finally {
     await admin.end({ timeout: 5 });
   }

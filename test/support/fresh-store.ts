@@ -3,10 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach } from "vitest";
 import { createFreshDatabase, postgresAdminUrl, type FreshDatabase } from "./database.js";
+import { copyPgliteTemplate } from "./store-templates.js";
 
 /**
  * A store that outlives the handles opened on it, new for each test: a PGlite
- * directory, or a fresh PostgreSQL database when DATABASE_URL is set. Closing
+ * directory (`dir/pglite`), or a fresh PostgreSQL database when DATABASE_URL is set; neither
+ * migrated yet. Closing
  * a handle and opening another on it is a restart. Registers its own
  * beforeEach/afterEach; read `dir` and `databaseUrl` inside tests.
  */
@@ -15,6 +17,8 @@ export function freshStorePerTest(prefix: string): { readonly dir: string; reado
   let fresh: FreshDatabase | undefined;
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), `${prefix}-`));
+    // Initialized, not migrated: these stores show what opening one does (store-templates.ts).
+    await copyPgliteTemplate(join(dir, "pglite"), "empty");
     const admin = postgresAdminUrl();
     fresh = admin ? await createFreshDatabase(admin) : undefined;
   });

@@ -6,6 +6,7 @@ import { loadConfig, type Config } from "../../src/server/config.js";
 import { startApp, type App } from "../../src/server/app.js";
 import { TestClock } from "./clock.js";
 import { createFreshDatabase, postgresAdminUrl } from "./database.js";
+import { copyPgliteTemplate, postgresTemplate } from "./store-templates.js";
 
 export interface TestServer {
   app: App;
@@ -39,7 +40,9 @@ export async function startTestServer(
 ): Promise<TestServer> {
   const dataDir = await mkdtemp(join(tmpdir(), opts.storePrefix ? `${opts.storePrefix}_` : "platform-test-"));
   const adminUrl = postgresAdminUrl();
-  const fresh = adminUrl ? await createFreshDatabase(adminUrl, opts.storePrefix) : undefined;
+  // The stores start migrated (test/support/store-templates.ts): the server's own migration run
+  // then finds nothing to do, as on any restart.
+  const fresh = adminUrl ? await createFreshDatabase(adminUrl, opts.storePrefix, postgresTemplate()) : undefined;
   const clock = new TestClock();
   const settings = {
     PORT: "0",
@@ -49,6 +52,7 @@ export async function startTestServer(
     ...(fresh ? { DATABASE_URL: fresh.url } : {}),
     ...env,
   };
+  if (!settings.DATABASE_URL && settings.PLATFORM_DATA_DIR === dataDir) await copyPgliteTemplate(join(dataDir, "pglite"), "migrated");
   const config: Config = loadConfig(settings);
   const logger = opts.logger ?? pino({ level: "silent" });
   const app = await startApp(config, { logger, clock: clock.now, adminTokenCheckMs: opts.adminTokenCheckMs });

@@ -3,10 +3,10 @@ import { startTestServer, type TestServer } from "./server.js";
 
 // One default-config server per test worker, for the e2e files that need
 // nothing else (every test makes its own organization, so they do not meet).
-// vitest.config.ts runs the files that import this module in the "e2e-shared"
-// project, on worker threads without isolation, so this module and its server
-// outlive each file. Nobody stops it: the worker's end does, and the global
-// setup (shared-server-setup.ts) removes its directory and database.
+// vitest.config.ts runs the test files on worker threads without isolation,
+// so this module and its server outlive each file. Nobody stops it: the
+// worker's end does, and the global setup (shared-server-setup.ts) removes
+// its directory and database.
 
 /** Renew the admin token when it has less than this left on the server's clock. */
 const TOKEN_MARGIN_MS = 15 * 60 * 1000;
