@@ -13,8 +13,20 @@ export function isUniqueViolation(e: unknown): boolean {
   return sqlState(e) === "23505";
 }
 
-export function isForeignKeyViolation(e: unknown): boolean {
-  return sqlState(e) === "23503";
+/** A foreign key violation; with `table`, only one raised by a write to that table. */
+export function isForeignKeyViolation(e: unknown, table?: string): boolean {
+  return sqlState(e) === "23503" && (table === undefined || violationTable(e) === table);
+}
+
+// The table a constraint violation names: `table_name` from postgres.js, `table` from PGlite.
+function violationTable(e: unknown): string | undefined {
+  for (let cur: unknown = e, depth = 0; cur && typeof cur === "object" && depth < 5; depth++) {
+    const c = cur as { table_name?: unknown; table?: unknown; cause?: unknown };
+    const table = c.table_name ?? c.table;
+    if (typeof table === "string") return table;
+    cur = c.cause;
+  }
+  return undefined;
 }
 
 /** A transaction PostgreSQL gave up on so that another could go on (deadlock, serialization): retry it. */

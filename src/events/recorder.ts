@@ -183,6 +183,8 @@ export class EventRecorder {
       sql`, `,
     );
     // Subscriptions at the event's group or above, whose type prefixes match (none: every type).
+    // Locked FOR KEY SHARE: a subscription being deleted meanwhile is waited for and then left
+    // out. Unlocked, the statement saw it, and the delivery's foreign key then failed the write.
     const written = await tx.execute(sql`
       WITH e AS (${event} RETURNING seq)
       INSERT INTO event_deliveries (subscription_uid, event_uid, event_seq, subject, next_attempt_time, deadline)
@@ -190,7 +192,8 @@ export class EventRecorder {
       FROM e, subscriptions s
       WHERE s.parent_uid IN (${groups})
         AND (jsonb_array_length(s.types) = 0 OR EXISTS (
-          SELECT 1 FROM jsonb_array_elements_text(s.types) p WHERE starts_with(${e.type}, p)))`);
+          SELECT 1 FROM jsonb_array_elements_text(s.types) p WHERE starts_with(${e.type}, p)))
+      FOR KEY SHARE OF s`);
     if (affectedRows(written) > 0) this.deliveriesWritten = true;
   }
 }

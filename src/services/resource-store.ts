@@ -176,7 +176,9 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
     if (isUniqueViolation(e)) {
       return alreadyExists(m.kind, String((values as { name?: unknown }).name ?? ""), m.duplicate?.(message) ?? `such a ${m.kind} already exists`);
     }
-    if (isForeignKeyViolation(e) && m.missingReference) {
+    // Only the resource's own row: a violation elsewhere in the transaction (an event's
+    // delivery, say) is not a missing parent.
+    if (m.missingReference && isForeignKeyViolation(e, getTableName(m.table))) {
       return notFound(m.missingReference, String((values as { parentUid?: unknown }).parentUid ?? ""));
     }
     return e;
