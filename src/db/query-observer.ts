@@ -11,12 +11,15 @@ export type QueryObserver = () => (ok: boolean) => void;
  * when awaited, so its `then` is where it is timed.
  */
 export function observedPostgres<T extends Sql>(sql: T, observe: QueryObserver): T {
+  // Drizzle reads `unsafe` for every query: its wrapper is made once, not per read.
+  let unsafe: { of: unknown; wrapper: (...args: unknown[]) => unknown } | undefined;
   return new Proxy(sql, {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver) as unknown;
       if (typeof value !== "function") return value;
       if (prop === "unsafe") {
-        return (...args: unknown[]) => {
+        if (unsafe?.of === value) return unsafe.wrapper;
+        const wrapper = (...args: unknown[]) => {
           const query = (value as (...a: unknown[]) => PromiseLike<unknown> & Record<string, unknown>).apply(target, args);
           const then = query.then;
           query.then = function (this: unknown, onOk?: (v: unknown) => unknown, onError?: (e: unknown) => unknown) {
@@ -37,6 +40,8 @@ export function observedPostgres<T extends Sql>(sql: T, observe: QueryObserver):
           } as typeof then;
           return query;
         };
+        unsafe = { of: value, wrapper };
+        return wrapper;
       }
       if (prop === "begin" || prop === "savepoint") {
         // The callback, always last, gets the transaction's own sql: observed too.

@@ -104,7 +104,7 @@ function makeHandler(options: Partial<RestHandlerOptions> = {}): RestHandler {
     services: [GroupsService],
     // As the server does: the implementation is called directly with the bound message.
     invoke: async (method, message, header, requestMethod, url, clientGone) => {
-      const context = createHandlerContext({ service: GroupsService, method, protocolName: "rest", requestMethod, url, requestHeader: header, requestSignal: clientGone.signal });
+      const context = createHandlerContext({ service: GroupsService, method, protocolName: "rest", requestMethod, url, requestHeader: header.headers, requestSignal: clientGone.signal });
       return create(method.output, (await impl[method.localName]!(message, context)) as never);
     },
     serviceDomain: "localhost",

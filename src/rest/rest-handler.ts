@@ -1,4 +1,5 @@
 import type * as http from "node:http";
+import type { IncomingHttpHeaders } from "node:http";
 import type * as http2 from "node:http2";
 import { createRegistry, type DescFile, type DescMethodUnary, type DescService, type Message, type Registry } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
@@ -40,7 +41,7 @@ export type RestResponse = Omit<http.ServerResponse, "write"> | Omit<http2.Http2
 export type RestInvoke = (
   method: DescMethodUnary,
   message: Message,
-  header: Headers,
+  header: CallHeader,
   requestMethod: string,
   url: string,
   clientGone: ClientGone,
@@ -79,13 +80,58 @@ export class ClientGone {
    * Fires when `res` closes before its answer ended; `release()` stops
    * watching once the answer is decided.
    */
-  static watch(res: { writableEnded: boolean; once(event: "close", f: () => void): unknown; off(event: "close", f: () => void): unknown }): ClientGone & { release(): void } {
-    const gone = new ClientGone();
-    const onClose = (): void => {
-      if (!res.writableEnded) gone.fire();
-    };
-    res.once("close", onClose);
-    return Object.assign(gone, { release: () => void res.off("close", onClose) });
+  static watch(res: WatchedResponse): ClientGone & { release(): void } {
+    return new WatchedClientGone(res);
+  }
+}
+
+type WatchedResponse = { writableEnded: boolean; on(event: "close", f: () => void): unknown; off(event: "close", f: () => void): unknown };
+
+// `on` rather than `once`: release() always removes the listener, and `once` wraps it in two more objects per call.
+class WatchedClientGone extends ClientGone {
+  private readonly onClose = (): void => {
+    if (!this.res.writableEnded) this.fire();
+  };
+
+  constructor(private readonly res: WatchedResponse) {
+    super();
+    res.on("close", this.onClose);
+  }
+
+  release(): void {
+    this.res.off("close", this.onClose);
+  }
+}
+
+// A header value that fetch Headers keep as it is: no surrounding whitespace
+// to strip, nothing they refuse (NUL, CR, LF, beyond latin-1).
+const PLAIN_HEADER_VALUE = /^[\x21-\x7e\x80-\xff](?:[\t\x20-\x7e\x80-\xff]*[\x21-\x7e\x80-\xff])?$/;
+
+/**
+ * A call's request headers. `authorization` is what
+ * `Headers.get("authorization")` gives; the fetch Headers themselves are made
+ * only when something reads `headers` (context.requestHeader): no
+ * implementation on the hot path does, and building them costs microseconds
+ * per call.
+ */
+export class CallHeader {
+  readonly authorization: string | null;
+  private made: Headers | undefined;
+
+  constructor(
+    private readonly node: IncomingHttpHeaders,
+    /** Node's headers as the Headers the implementation sees (all of them, or the forwarded few). */
+    private readonly convert: (node: IncomingHttpHeaders) => Headers,
+  ) {
+    const value = node.authorization;
+    if (value === undefined) this.authorization = null;
+    else if (typeof value === "string" && PLAIN_HEADER_VALUE.test(value)) this.authorization = value;
+    // Anything Headers would normalise or refuse: ask them.
+    else this.authorization = this.headers.get("authorization");
+  }
+
+  get headers(): Headers {
+    return (this.made ??= this.convert(this.node));
   }
 }
 
@@ -143,7 +189,7 @@ export function createRestHandler(opts: RestHandlerOptions): RestHandler {
         if (body === undefined) return; // client gone mid-body
       }
       const input = binder.bind({ route, captures: match.captures, query, body });
-      const output = await opts.invoke(route.method, input, forwardedHeaders(req), httpMethod, url, clientGone, opts.contextValues?.(req));
+      const output = await opts.invoke(route.method, input, new CallHeader(req.headers, forwardedHeaders), httpMethod, url, clientGone, opts.contextValues?.(req));
       if (clientGone.gone) return; // nobody is listening any more
       sendJson(sink, 200, renderer.render(route.method.output, output, route.responseBody));
     } catch (e) {
@@ -174,10 +220,10 @@ async function readRequestBody(
   }
 }
 
-function forwardedHeaders(req: NodeRequest): Headers {
+function forwardedHeaders(headers: IncomingHttpHeaders): Headers {
   const out = new Headers();
   for (const name of FORWARDED_HEADERS) {
-    const value = req.headers[name];
+    const value = headers[name];
     if (typeof value === "string") out.set(name, value);
     else if (Array.isArray(value)) for (const v of value) out.append(name, v);
   }

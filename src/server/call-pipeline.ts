@@ -6,7 +6,7 @@ import { declaredEventType } from "../events/index.js";
 import { errorDomainForService, toConnectError, withErrorInfo } from "../errors/index.js";
 import { withoutInputOnly } from "../services/input-only.js";
 import { checkRequest } from "../services/request-check.js";
-import type { RestInvoke } from "../rest/index.js";
+import type { CallHeader, ClientGone, RestInvoke } from "../rest/index.js";
 import type { BoundService } from "../services/index.js";
 import { accessRecordKey } from "./access-log.js";
 
@@ -15,7 +15,8 @@ export interface PipelineCall {
   service: DescService;
   method: DescMethod;
   message: unknown;
-  header: Headers;
+  /** The Authorization request header (null when absent), as fetch Headers give it. */
+  authorization: string | null;
   values: ContextValues;
 }
 
@@ -45,7 +46,47 @@ export const answerKey = createContextKey<AnswerSlot | undefined>(undefined, { d
 
 type UnaryFn = (request: Message, context: HandlerContext) => unknown;
 
-const noTimeout = () => undefined;
+/**
+ * The context of a call made directly (REST, plain Connect and gRPC unary
+ * calls). What hardly any implementation reads is made on first use only:
+ * the request's fetch Headers (see CallHeader), the response's (never sent by
+ * these entry points) and the AbortSignal (see ClientGone).
+ */
+class DirectContext implements HandlerContext {
+  private responseHeaders: Headers | undefined;
+  private responseTrailers: Headers | undefined;
+
+  constructor(
+    readonly method: DescMethod,
+    readonly service: DescService,
+    readonly requestMethod: string,
+    readonly url: string,
+    readonly protocolName: string,
+    readonly values: ContextValues,
+    private readonly header: CallHeader,
+    private readonly clientGone: ClientGone,
+  ) {}
+
+  get signal(): AbortSignal {
+    return this.clientGone.signal;
+  }
+
+  get requestHeader(): Headers {
+    return this.header.headers;
+  }
+
+  get responseHeader(): Headers {
+    return (this.responseHeaders ??= new Headers());
+  }
+
+  get responseTrailer(): Headers {
+    return (this.responseTrailers ??= new Headers());
+  }
+
+  timeoutMs(): number | undefined {
+    return undefined;
+  }
+}
 
 /**
  * The path every API call takes, whichever protocol it came by
@@ -57,6 +98,8 @@ const noTimeout = () => undefined;
 export class CallPipeline {
   private readonly domains = new Map<DescService, string>();
   private readonly unary = new Map<DescMethod, UnaryFn>();
+  /** `package.Service/Method` per method: one string for the access log and the metrics' series lookup. */
+  private readonly rpcNames = new Map<DescMethod, string>();
 
   constructor(
     private readonly opts: CallPipelineOptions,
@@ -78,10 +121,10 @@ export class CallPipeline {
   /** Runs `invoke` for `call` behind every check; anything thrown leaves as a ConnectError with ErrorInfo. */
   async run<T>(call: PipelineCall, invoke: () => Promise<T>): Promise<T> {
     const record = call.values.get(accessRecordKey);
-    if (record) record.rpc = `${call.service.typeName}/${call.method.name}`;
+    if (record) record.rpc = this.rpcName(call.method);
     try {
       if (!isPublicService(call.service.typeName)) {
-        const principal = await authenticate(this.opts.tokens, this.opts.audiences, call.header.get("authorization"), call.values);
+        const principal = await authenticate(this.opts.tokens, this.opts.audiences, call.authorization, call.values);
         if (record) record.identity = principal.identityUid;
         if (call.message !== undefined) checkRequest(call.method, call.message as Record<string, unknown>);
       }
@@ -100,7 +143,7 @@ export class CallPipeline {
   interceptor(): Interceptor {
     return (next) => async (req) => {
       const res = await this.run(
-        { service: req.service, method: req.method, message: req.stream ? undefined : req.message, header: req.header, values: req.contextValues },
+        { service: req.service, method: req.method, message: req.stream ? undefined : req.message, authorization: req.header.get("authorization"), values: req.contextValues },
         () => next(req),
       );
       if (!res.stream) {
@@ -126,28 +169,21 @@ export class CallPipeline {
   readonly call: RestInvoke = async (method, message, header, requestMethod, url, clientGone, values = createContextValues(), protocolName = "rest") => {
     const fn = this.unary.get(method);
     const service = method.parent;
-    const result = await this.run({ service, method, message, header, values }, async () => {
+    const result = await this.run({ service, method, message, authorization: header.authorization, values }, async () => {
       if (!fn) throw new Error(`${service.typeName}/${method.name} has no implementation`);
-      const context: HandlerContext = {
-        method,
-        service,
-        // Made on first use only (see ClientGone).
-        get signal() {
-          return clientGone.signal;
-        },
-        timeoutMs: noTimeout,
-        requestMethod,
-        requestHeader: header,
-        responseHeader: new Headers(),
-        responseTrailer: new Headers(),
-        protocolName,
-        values,
-        url,
-      };
-      return fn(message, context);
+      return fn(message, new DirectContext(method, service, requestMethod, url, protocolName, values, header, clientGone));
     });
     return withoutInputOnly(method.output, isMessage(result, method.output) ? result : create(method.output, result as never));
   };
+
+  private rpcName(method: DescMethod): string {
+    let name = this.rpcNames.get(method);
+    if (name === undefined) {
+      name = `${method.parent.typeName}/${method.name}`;
+      this.rpcNames.set(method, name);
+    }
+    return name;
+  }
 
   private domainOf(service: DescService): string {
     let domain = this.domains.get(service);

@@ -7,7 +7,7 @@ import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { compressionBrotli, compressionGzip, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { clip } from "../errors/index.js";
-import { ClientGone, type RestInvoke } from "../rest/index.js";
+import { CallHeader, ClientGone, type RestInvoke } from "../rest/index.js";
 import { readBody } from "../rest/body.js";
 import { answerKey, type AnswerSlot } from "./call-pipeline.js";
 import type { NodeRequest as Req, NodeResponse as Res } from "./http-types.js";
@@ -254,7 +254,7 @@ async function serveConnectJson(
     // Decoded before the pipeline, as connect-es does: an undecodable request is refused as it is.
     const input = direct.serializations.get(method)!.getI(false).parse(bytes);
     const values = direct.contextValues?.(req) ?? createContextValues();
-    const output = await direct.invoke(method, input, webHeaders(req.headers), "POST", url, clientGone, values, "connect");
+    const output = await direct.invoke(method, input, new CallHeader(req.headers, webHeaders), "POST", url, clientGone, values, "connect");
     body = Buffer.from(renderJson(method.output, output));
   } catch (e) {
     const error = e instanceof ConnectError ? e : new ConnectError("internal error", Code.Internal, undefined, undefined, e);
@@ -365,7 +365,7 @@ async function serveGrpcUnary(
     // Decoded before the pipeline, as connect-es does.
     const input = serialization.getI(true).parse(bytes.subarray(5));
     const values = direct.contextValues?.(req) ?? createContextValues();
-    const output = await direct.invoke(method, input, webHeaders(req.headers), "POST", url, clientGone, values, "grpc");
+    const output = await direct.invoke(method, input, new CallHeader(req.headers, webHeaders), "POST", url, clientGone, values, "grpc");
     let message = serialization.getO(true).serialize(output);
     let flag = 0;
     if (compression.response && message.byteLength >= COMPRESS_MIN_BYTES) {

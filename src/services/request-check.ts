@@ -55,9 +55,10 @@ function uidKindOf(message: DescMessage, field: DescField): UidKind | "any" | un
 
 function checkUid(value: string, kind: UidKind | "any", field: string): void {
   const ok = kind === "any" ? isAnyUid(value) : UID_SHAPES[kind].test(value);
+  if (ok) return;
   // `rootRoleBinding` → "root role binding".
   const noun = kind.replace(/[A-Z]/g, (c) => ` ${c.toLowerCase()}`);
-  if (!ok) throw invalidArgument(field, kind === "any" ? "is not a valid uid" : `is not a valid ${noun} uid`);
+  throw invalidArgument(field, kind === "any" ? "is not a valid uid" : `is not a valid ${noun} uid`);
 }
 
 const MAX_DEPTH = 32;

@@ -106,7 +106,8 @@ export function resourceService<S extends DescService, T extends PgTable, Desc e
   const store = new ResourceStore(ctx.db, ctx.clock, def, ctx.events);
   const written = typeof custom === "function" ? custom(store) : custom;
   const decorate = def.decorate ?? (async (_db: Executor, page: MessageShape<Desc>[]) => page);
-  const one = async (m: MessageShape<Desc>) => (await decorate(ctx.db, [m]))[0]!;
+  // Undecorated resources (most) skip the page of one and its promise.
+  const one = def.decorate ? async (m: MessageShape<Desc>) => (await decorate(ctx.db, [m]))[0]! : (m: MessageShape<Desc>) => m;
   const impl: Record<string, unknown> = { ...written };
   for (const method of service.methods) {
     if (impl[method.localName]) continue;
