@@ -24,4 +24,4 @@ VOLUME /data
 EXPOSE 8080
 # SIGTERM drains in-flight requests for up to PLATFORM_SHUTDOWN_GRACE_MS, then exits 0.
 STOPSIGNAL SIGTERM
-CMD ["node", "dist/src/server/main.js"]
+CMD ["node", "--max-semi-space-size=8", "dist/src/server/main.js"]

@@ -15,6 +15,7 @@
 // Exits non-zero only when the bench itself breaks; a missed target is reported, not fatal.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -48,14 +49,17 @@ interface Service {
   profileDir: string | undefined;
 }
 
-const SERVER_ENTRY = "dist/src/server/main.js";
+// What `npm start` runs: node's flags and the compiled entry, read from package.json's start script.
+const START_ARGS = (JSON.parse(readFileSync("package.json", "utf8")) as { scripts: { start: string } }).scripts.start
+  .replace(/^exec\s+node\s+/, "")
+  .split(/\s+/);
 
 async function startService(name: string, env: Record<string, string>, profileDir?: string): Promise<Service> {
   const t0 = performance.now();
   const started = await startNode({
     name,
     // What `npm start` runs: the compiled server with plain node (built fresh by main()).
-    args: [...(profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), SERVER_ENTRY],
+    args: [...(profileDir ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : []), ...START_ARGS],
     // info: the startup line carries the port (PORT=0 picks a free one).
     env: { PORT: "0", LOG_LEVEL: "info", ...env },
     ready: /"port":(\d+)/,

@@ -51,7 +51,7 @@ async function npmStart(extra: Record<string, string> = {}): Promise<Started> {
 /** The server: npm's child (the start script execs node, so no shell stands between them). */
 function serverPid(npm: ChildProcess): number | undefined {
   const out = execFileSync("ps", ["-o", "pid=,args=", "--ppid", String(npm.pid)]).toString();
-  const line = out.split("\n").find((l) => l.includes(`node ${ENTRY}`));
+  const line = out.split("\n").find((l) => /(^|\s)node\s/.test(l) && l.includes(ENTRY));
   return line ? Number(line.trim().split(/\s+/)[0]) : undefined;
 }
 
