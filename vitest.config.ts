@@ -1,9 +1,10 @@
 import { defineConfig } from "vitest/config";
 
-const timeouts = { testTimeout: 30_000, hookTimeout: 60_000 };
-
 export default defineConfig({
   test: {
+    include: ["src/**/*.spec.ts", "test/**/*.spec.ts"],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
     // Picks the Chromium of the browser suites, once per run (Debian's, or one from npm);
     // makes the store templates (test/support/store-templates.ts), names the shared servers'
     // stores, and removes them all when the run ends.
@@ -13,12 +14,11 @@ export default defineConfig({
     // modules it loaded (and its shared server, test/support/shared-server.ts) from one file to
     // the next, where a new process per file spent more time loading modules than testing.
     // Files therefore leave no global state behind (they stop their servers, restore spies).
+    // Both workers share the process's libuv thread pool: `npm test` sets UV_THREADPOOL_SIZE.
+    // One project: vitest runs projects without isolation one after another, each on new
+    // workers, and a project's last file would leave the other worker idle.
     pool: "threads",
     isolate: false,
     poolOptions: { threads: { isolate: false, maxThreads: 2, minThreads: 1 } },
-    projects: [
-      { extends: true, test: { name: "unit", include: ["src/**/*.spec.ts", "test/**/*.spec.ts"], exclude: ["test/e2e/**"], ...timeouts } },
-      { extends: true, test: { name: "e2e", include: ["test/e2e/**/*.spec.ts"], ...timeouts } },
-    ],
   },
 });
