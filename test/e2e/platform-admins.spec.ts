@@ -8,7 +8,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { launchChromium } from "../support/chromium.js";
-import { runCli } from "../support/cli-process.js";
+import { runCliInProcess as runCli } from "../support/cli-in-process.js";
 import { restClient, type JsonObject } from "../support/clients.js";
 import { startOidcProvider, type TestOidcProvider } from "../support/oidc-provider.js";
 import { ok, uidOf } from "../support/rest-iam.js";

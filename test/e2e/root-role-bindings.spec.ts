@@ -7,7 +7,7 @@ import { newRootBindingUid, schema } from "../../src/db/index.js";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { runCli } from "../support/cli-process.js";
+import { runCliInProcess as runCli } from "../support/cli-in-process.js";
 import { connectClient, restClient, type JsonObject, type Protocol } from "../support/clients.js";
 import { TIMESTAMP, bind, bootstrapIdentityUid, createGroup, createIdentity, createRole, expectInvalid, ok, restDetail, uidOf } from "../support/rest-iam.js";
 import type { TestServer } from "../support/server.js";
