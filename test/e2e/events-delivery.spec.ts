@@ -13,6 +13,7 @@ import { connectClient, grpcJsClient, restClient, type JsonObject } from "../sup
 import { createFreshDatabase, postgresAdminUrl, type FreshDatabase } from "../support/database.js";
 import { createGroup, ok, uidOf } from "../support/rest-iam.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { copyPgliteTemplate, postgresTemplate } from "../support/store-templates.js";
 import { WebhookReceiver } from "../support/webhook-receiver.js";
 
 // Webhook delivery across failures and replicas (docs/design.md, "Webhooks"):
@@ -64,7 +65,9 @@ describe("a server killed between commit and delivery", () => {
   it("delivers the event after it is restarted: nothing is lost", async () => {
     const dataDir = await mkdtemp(join(tmpdir(), "platform-kill-"));
     const admin = postgresAdminUrl();
-    const fresh: FreshDatabase | undefined = admin ? await createFreshDatabase(admin) : undefined;
+    // Migrated stores (test/support/store-templates.ts): what is under test is the restart.
+    const fresh: FreshDatabase | undefined = admin ? await createFreshDatabase(admin, undefined, postgresTemplate()) : undefined;
+    if (!fresh) await copyPgliteTemplate(join(dataDir, "pglite"), "migrated");
     cleanups.push(async () => {
       await fresh?.drop();
       await rm(dataDir, { recursive: true, force: true });

@@ -11,6 +11,7 @@ import { GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { copyPgliteTemplate } from "../support/store-templates.js";
 
 describe("ops routes", () => {
   let server: TestServer;
@@ -122,6 +123,8 @@ describe("TLS with ALPN", () => {
 describe("npm start", () => {
   it("serves, writes the admin token, and exits 0 on SIGTERM", async () => {
     const dataDir = await mkdtemp(join(tmpdir(), "platform-start-"));
+    // A migrated store (test/support/store-templates.ts): process.spec.ts starts one from nothing.
+    await copyPgliteTemplate(join(dataDir, "pglite"), "migrated");
     const child = spawn(process.execPath, ["--import", "tsx", "src/server/main.ts"], {
       env: { ...process.env, PORT: "0", PLATFORM_DATA_DIR: dataDir, LOG_LEVEL: "info", DATABASE_URL: "" },
       stdio: ["ignore", "pipe", "pipe"],
