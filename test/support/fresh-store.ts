@@ -17,10 +17,10 @@ export function freshStorePerTest(prefix: string): { readonly dir: string; reado
   let fresh: FreshDatabase | undefined;
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), `${prefix}-`));
-    // Initialized, not migrated: these stores show what opening one does (store-templates.ts).
-    await copyPgliteTemplate(join(dir, "pglite"), "empty");
     const admin = postgresAdminUrl();
     fresh = admin ? await createFreshDatabase(admin) : undefined;
+    // Initialized, not migrated: these stores show what opening one does (store-templates.ts).
+    if (!fresh) await copyPgliteTemplate(join(dir, "pglite"), "empty");
   });
   afterEach(async () => {
     await fresh?.drop();
