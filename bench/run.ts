@@ -50,9 +50,12 @@ interface Service {
 }
 
 // What `npm start` runs: node's flags and the compiled entry, read from package.json's start script.
-const START_ARGS = (JSON.parse(readFileSync("package.json", "utf8")) as { scripts: { start: string } }).scripts.start
-  .replace(/^exec\s+node\s+/, "")
-  .split(/\s+/);
+const START_ARGS = ((): string[] => {
+  const start = (JSON.parse(readFileSync("package.json", "utf8")) as { scripts: { start: string } }).scripts.start;
+  const m = /^exec\s+node\s+(.+)$/.exec(start);
+  if (!m) throw new Error(`package.json's start script is not "exec node <args>": ${start}`);
+  return m[1]!.trim().split(/\s+/);
+})();
 
 async function startService(name: string, env: Record<string, string>, profileDir?: string): Promise<Service> {
   const t0 = performance.now();

@@ -49,11 +49,13 @@ export const POSTGRES_POOL_SIZE = 10;
 /**
  * Seconds postgres.js waits before reconnecting after `failures` failed attempts in a row.
  * A query waits out this delay, so its default (3^n / 100 s, up to 20 s) made API calls hang
- * for many seconds during an outage; capped at 1 s, a call is answered UNAVAILABLE, or served
- * again once the database is back, within about a second (docs/design.md, "Errors").
+ * for many seconds during an outage; capped at 2 s (the Retry-After UNAVAILABLE carries), a
+ * call is answered, or served again once the database is back, within about two seconds, while
+ * a replica's ten connections try at most ten times in one to two seconds, not flooding a
+ * database that is starting up (docs/design.md, "Errors").
  */
 export function reconnectDelaySeconds(failures: number): number {
-  return Math.min(0.05 * 2 ** failures, 1) * (0.5 + Math.random() / 2);
+  return Math.min(0.05 * 2 ** failures, 2) * (0.5 + Math.random() / 2);
 }
 
 const migrationsFolder = fileURLToPath(new URL("./migrations", import.meta.url));

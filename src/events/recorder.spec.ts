@@ -69,14 +69,17 @@ describe("EventRecorder and a subscription deleted at the same time", () => {
       });
       await deleting;
       const recording = recorder.record(handle.db, event(group, subject));
-      for (let i = 0; i < 500; i++) {
+      let waiting = false;
+      for (let i = 0; i < 500 && !waiting; i++) {
         const [row] = await queryRows<{ n: number }>(
           handle.db,
           sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
         );
-        if (row!.n > 0) break;
-        await new Promise((r) => setTimeout(r, 10));
+        waiting = row!.n > 0;
+        if (!waiting) await new Promise((r) => setTimeout(r, 10));
       }
+      // The event's statement really waited on the delete: otherwise this tested no race.
+      expect(waiting).toBe(true);
       commit();
       await deletion;
       await recording;

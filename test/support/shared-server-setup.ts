@@ -17,9 +17,7 @@ export default async function setup(): Promise<() => Promise<void>> {
   // A database name as well as a directory name: lower case, digits and underscores.
   const prefix = `platform_shared_${randomBytes(5).toString("hex")}`;
   process.env[SHARED_STORE_PREFIX_VARIABLE] = prefix;
-  // The templates carry the prefix too, so the same teardown removes them.
-  await makeStoreTemplates(prefix, postgresAdminUrl());
-  return async () => {
+  const teardown = async (): Promise<void> => {
     const dirs = (await readdir(tmpdir())).filter((name) => name.startsWith(`${prefix}_`));
     await Promise.all(dirs.map((name) => rm(join(tmpdir(), name), { recursive: true, force: true })));
     const adminUrl = postgresAdminUrl();
@@ -34,4 +32,12 @@ export default async function setup(): Promise<() => Promise<void>> {
       await admin.end({ timeout: 5 });
     }
   };
+  // The templates carry the prefix too, so the same teardown removes them, even half made.
+  try {
+    await makeStoreTemplates(prefix, postgresAdminUrl());
+  } catch (error) {
+    await teardown();
+    throw error;
+  }
+  return teardown;
 }

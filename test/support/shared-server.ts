@@ -11,7 +11,11 @@ import { startTestServer, type TestServer } from "./server.js";
 /** Renew the admin token when it has less than this left on the server's clock. */
 const TOKEN_MARGIN_MS = 15 * 60 * 1000;
 
-let starting: Promise<TestServer> | undefined;
+// Kept on globalThis, not in a module variable: a file that resets the module registry
+// (vi.resetModules, src/services/service-coverage.spec.ts) makes later files load this module
+// again, and a module variable would then start a second server and lose the first.
+const SHARED = Symbol.for("platform-api.test.shared-server");
+const slot = globalThis as { [SHARED]?: Promise<TestServer> };
 
 async function start(): Promise<TestServer> {
   const storePrefix = process.env[SHARED_STORE_PREFIX_VARIABLE];
@@ -29,11 +33,11 @@ function tokenExpiryMs(token: string): number {
 /** This worker's shared server, started on first use, with an admin token valid for a while on its clock. */
 export async function sharedServer(): Promise<TestServer> {
   // A failed start is not kept, so the next file tries again rather than failing on the same error.
-  starting ??= start().catch((error: unknown) => {
-    starting = undefined;
+  slot[SHARED] ??= start().catch((error: unknown) => {
+    slot[SHARED] = undefined;
     throw error;
   });
-  const server = await starting;
+  const server = await slot[SHARED];
   // The clock only moves forward, and an earlier file may have moved it past the token's expiry.
   if (tokenExpiryMs(server.token) - server.clock.now().getTime() < TOKEN_MARGIN_MS) await server.renewToken();
   return server;

@@ -48,6 +48,13 @@ async function makePostgresTemplate(prefix: string, adminUrl: string): Promise<v
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
   await (await openDatabase({ databaseUrl: url.toString(), pgliteDir: "memory://" })).close();
+  // Nobody may connect to it from now on (a stray session would make every copy fail).
+  const closing = postgres(adminUrl, { max: 1, onnotice: () => {} });
+  try {
+    await closing.unsafe(`alter database ${name} with allow_connections false`);
+  } finally {
+    await closing.end({ timeout: 5 });
+  }
   process.env[POSTGRES_MIGRATED] = name;
 }
 
