@@ -15,6 +15,12 @@ export function newRootBindingUid(): string {
   return randomBytes(8).toString("hex");
 }
 
+/** `a/b/c` → [a, a/b, a/b/c]: a group and every group above it, outermost first. */
+export function groupAndAncestors(uid: string): string[] {
+  const segments = uid.split("/");
+  return segments.map((_, i) => segments.slice(0, i + 1).join("/"));
+}
+
 /** The uid of the group holding `uid`, or "" for a single-segment uid. */
 export function parentOf(uid: string): string {
   const i = uid.lastIndexOf("/");

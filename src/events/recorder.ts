@@ -4,7 +4,7 @@ import type { ContextValues } from "@connectrpc/connect";
 import { sql } from "drizzle-orm";
 import { event_type } from "../../gen/platform/common/v1/events_pb.js";
 import { principalKey } from "../auth/principal.js";
-import type { Executor } from "../db/index.js";
+import { groupAndAncestors, type Executor } from "../db/index.js";
 import { withoutInputOnly } from "../services/input-only.js";
 
 /** The part of a call a recorded change needs: the method (its declared type) and the caller. */
@@ -78,12 +78,6 @@ function actorOf(call: ChangeCall): string {
 function affectedRows(result: unknown): number {
   const r = result as { count?: number; affectedRows?: number };
   return r.count ?? r.affectedRows ?? 0;
-}
-
-/** Every group a subscription at which receives an event of `group`: the group and those above it. */
-function groupAndAncestors(group: string): string[] {
-  const segments = group.split("/");
-  return segments.map((_, i) => segments.slice(0, i + 1).join("/"));
 }
 
 /**

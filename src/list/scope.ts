@@ -1,5 +1,6 @@
 import { and, eq, gt, inArray, lt, or, sql, type SQL } from "drizzle-orm";
 import type { PgColumn } from "drizzle-orm/pg-core";
+import { groupAndAncestors } from "../db/index.js";
 import { invalidArgument } from "../errors/index.js";
 
 /** The uidp.* filters of a List request (platform.common.v1.UIDPFilter). */
@@ -34,14 +35,6 @@ export function atOrBelow(path: PgColumn, prefix: string): SQL {
   return or(eq(path, prefix), below(path, prefix)) as SQL;
 }
 
-/** Strict ancestors of a slash-separated uid: a/b/c → [a, a/b]. */
-function strictPrefixes(uid: string): string[] {
-  const segments = uid.split("/");
-  const out: string[] = [];
-  for (let i = 1; i < segments.length; i++) out.push(segments.slice(0, i).join("/"));
-  return out;
-}
-
 /** SQL conditions for every uidp filter that is set; they combine with AND. */
 export function scopeConditions(cols: ScopeColumns, f: UidpFilter | undefined): SQL[] {
   if (!f) return [];
@@ -58,13 +51,14 @@ export function scopeConditions(cols: ScopeColumns, f: UidpFilter | undefined): 
     if (f.inRoot) where.push(atOrBelow(path, f.inRoot));
   }
   if (parentUid && f.ancestorsOf) {
-    const above = strictPrefixes(f.ancestorsOf);
+    const groups = groupAndAncestors(f.ancestorsOf);
     if (cols.isGroup) {
-      // An organization has no ancestors: the list is empty (a NUL sentinel would be refused by PostgreSQL).
+      // The groups strictly above. An organization has none: the list is empty (a NUL sentinel would be refused by PostgreSQL).
+      const above = groups.slice(0, -1);
       where.push(above.length ? inArray(cols.uid, above) : sql`false`);
     } else {
       // Resources held by the group itself or by any group above it.
-      where.push(inArray(parentUid, [...above, f.ancestorsOf]));
+      where.push(inArray(parentUid, groups));
     }
   }
   if (f.ids.length > MAX_IDS) throw invalidArgument("uidp.ids", `at most ${MAX_IDS} uids`);

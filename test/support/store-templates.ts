@@ -43,23 +43,17 @@ export async function makeStoreTemplates(prefix: string, adminUrl: string | unde
 }
 
 async function makePostgresTemplate(prefix: string, adminUrl: string): Promise<void> {
-  // A database nobody stays connected to: CREATE DATABASE … TEMPLATE refuses a template in use.
   const name = `${prefix}_template`;
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
   try {
     await admin.unsafe(`create database ${name}`);
+    await (await openDatabase({ databaseUrl: url.toString(), pgliteDir: "memory://" })).close();
+    // CREATE DATABASE … TEMPLATE refuses a template in use: nobody may connect to it from now on.
+    await admin.unsafe(`alter database ${name} with allow_connections false`);
   } finally {
     await admin.end({ timeout: 5 });
-  }
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  await (await openDatabase({ databaseUrl: url.toString(), pgliteDir: "memory://" })).close();
-  // Nobody may connect to it from now on (a stray session would make every copy fail).
-  const closing = postgres(adminUrl, { max: 1, onnotice: () => {} });
-  try {
-    await closing.unsafe(`alter database ${name} with allow_connections false`);
-  } finally {
-    await closing.end({ timeout: 5 });
   }
   process.env[POSTGRES_MIGRATED] = name;
 }

@@ -1,6 +1,5 @@
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { and, asc, eq, gt, gte, inArray, lt, max, sql, type SQL } from "drizzle-orm";
 import { EventSchema, EventsService, ListEventsResponseSchema, type Event, type ListEventsRequest, type WatchEventsRequest } from "../../../gen/platform/events/v2beta1/events_pb.js";
 import { schema, type Executor } from "../../db/index.js";
@@ -44,14 +43,8 @@ export function toEventMessage(row: EventRow): Event {
   });
 }
 
-interface EventFilterFields {
-  type: string;
-  typePrefix: string;
-  subject: string;
-  actor: string;
-  since?: Timestamp | undefined;
-  until?: Timestamp | undefined;
-}
+/** What ListEvents and WatchEvents filter on (WatchEvents has no time bounds). */
+type EventFilterFields = Pick<ListEventsRequest, "type" | "typePrefix" | "subject" | "actor"> & Partial<Pick<ListEventsRequest, "since" | "until">>;
 
 /** The type, subject, actor and time filters, shared by ListEvents and WatchEvents. */
 export function eventFilters(req: EventFilterFields): ExtraFilters {
@@ -83,7 +76,7 @@ function watchConditions(req: WatchEventsRequest, context: HandlerContext): SQL[
   if (!visibility) throw permissionDenied("this list has no authorization");
   // A list with nothing visible is empty; a stream with nothing visible would only hold resources.
   if (!visibility.all && visibility.roots.length === 0) throw permissionDenied("the caller holds events.list nowhere, so no event could be streamed");
-  const where = [...scopeConditions(eventsSource, uidp), ...eventFilters({ ...req, since: undefined, until: undefined }).where];
+  const where = [...scopeConditions(eventsSource, uidp), ...eventFilters(req).where];
   const visible = visibilityCondition(eventsSource, visibility);
   if (visible) where.push(visible);
   return where;
@@ -123,47 +116,47 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
   };
 
   async function* watch(req: WatchEventsRequest, context: HandlerContext, where: SQL[]): AsyncGenerator<Event> {
-      const hub = ctx.eventHub;
-      // Listening before the replay: an event committed meanwhile is either replayed or arrives here.
-      const live = await hub.subscribe(context.signal);
-      try {
-        // The stream starts after the resume point, or now: what the hub hands out from before
-        // (its cursor may lag behind) or what the replay already sent is not new to it.
-        const replayed = new Set<number>();
-        let isNew: (seq: number) => boolean;
-        if (!req.afterId) {
-          const [last] = await ctx.db.select({ seq: max(events.seq) }).from(events);
-          const startedAt = last?.seq ?? 0;
-          isNew = (seq) => seq > startedAt;
-        } else {
-          if (req.afterId.length > MAX_ID_LENGTH) throw invalidArgument("after_id", "is not an event id");
-          const [from] = await ctx.db.select({ seq: events.seq }).from(events).where(eq(events.uid, req.afterId));
-          if (!from) throw invalidArgument("after_id", "names no event (it may have been pruned); list the events to find where to resume");
-          isNew = (seq) => seq > from.seq && !replayed.has(seq);
-          let after = from.seq;
-          for (;;) {
-            const rows = await select(ctx.db, [...where, gt(events.seq, after)], REPLAY_PAGE);
-            for (const row of rows) {
-              if (replayed.size >= MAX_REPLAY) {
-                throw outOfRange(`more than ${MAX_REPLAY} events to replay after ${req.afterId}: page through them with ListEvents, then watch after the last one`);
-              }
-              replayed.add(row.seq);
-              yield toEventMessage(row);
+    const hub = ctx.eventHub;
+    // Listening before the replay: an event committed meanwhile is either replayed or arrives here.
+    const live = await hub.subscribe(context.signal);
+    try {
+      // The stream starts after the resume point, or now: what the hub hands out from before
+      // (its cursor may lag behind) or what the replay already sent is not new to it.
+      const replayed = new Set<number>();
+      let isNew: (seq: number) => boolean;
+      if (!req.afterId) {
+        const [last] = await ctx.db.select({ seq: max(events.seq) }).from(events);
+        const startedAt = last?.seq ?? 0;
+        isNew = (seq) => seq > startedAt;
+      } else {
+        if (req.afterId.length > MAX_ID_LENGTH) throw invalidArgument("after_id", "is not an event id");
+        const [from] = await ctx.db.select({ seq: events.seq }).from(events).where(eq(events.uid, req.afterId));
+        if (!from) throw invalidArgument("after_id", "names no event (it may have been pruned); list the events to find where to resume");
+        isNew = (seq) => seq > from.seq && !replayed.has(seq);
+        let after = from.seq;
+        for (;;) {
+          const rows = await select(ctx.db, [...where, gt(events.seq, after)], REPLAY_PAGE);
+          for (const row of rows) {
+            if (replayed.size >= MAX_REPLAY) {
+              throw outOfRange(`more than ${MAX_REPLAY} events to replay after ${req.afterId}: page through them with ListEvents, then watch after the last one`);
             }
-            if (rows.length < REPLAY_PAGE) break;
-            after = rows[rows.length - 1]!.seq;
+            replayed.add(row.seq);
+            yield toEventMessage(row);
           }
+          if (rows.length < REPLAY_PAGE) break;
+          after = rows[rows.length - 1]!.seq;
         }
-        for await (const seqs of live) {
-          const fresh = seqs.filter(isNew);
-          // In pieces: a far-behind watcher's batch could exceed PostgreSQL's bind-parameter limit.
-          for (let i = 0; i < fresh.length; i += REPLAY_PAGE) {
-            const piece = fresh.slice(i, i + REPLAY_PAGE);
-            for (const row of await select(ctx.db, [...where, inArray(events.seq, piece)], piece.length)) yield toEventMessage(row);
-          }
-        }
-      } finally {
-        live.close();
       }
+      for await (const seqs of live) {
+        const fresh = seqs.filter(isNew);
+        // In pieces: a far-behind watcher's batch could exceed PostgreSQL's bind-parameter limit.
+        for (let i = 0; i < fresh.length; i += REPLAY_PAGE) {
+          const piece = fresh.slice(i, i + REPLAY_PAGE);
+          for (const row of await select(ctx.db, [...where, inArray(events.seq, piece)], piece.length)) yield toEventMessage(row);
+        }
+      }
+    } finally {
+      live.close();
+    }
   }
 }

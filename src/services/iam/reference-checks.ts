@@ -1,6 +1,6 @@
 import { eq } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
-import { schema, type Executor } from "../../db/index.js";
+import { groupAndAncestors, schema, type Executor } from "../../db/index.js";
 import { invalidArgument, notFound } from "../../errors/index.js";
 
 // What a resource created in a group may reference: identities and custom
@@ -14,12 +14,6 @@ type GroupRow = typeof schema.groups.$inferSelect;
 
 /** A table of things held by a group or global (parent_uid NULL). */
 type HeldTable = typeof schema.roles | typeof schema.identities;
-
-/** `a/b/c` → {a, a/b, a/b/c}: the groups whose contents are visible from `a/b/c`. */
-function groupAndAncestors(groupUid: string): Set<string> {
-  const segments = groupUid.split("/");
-  return new Set(segments.map((_, i) => segments.slice(0, i + 1).join("/")));
-}
 
 async function lockRow<T extends PgTable>(db: Executor, table: T, uid: PgColumn, value: string): Promise<T["$inferSelect"] | undefined> {
   const [row] = await db.select().from(table as PgTable).where(eq(uid, value)).for("key share");
@@ -49,7 +43,7 @@ async function assertVisible<T extends HeldTable>(
   if (!uid) throw invalidArgument(field, "is required");
   const row = await lockRow(db, table, table.uid, uid);
   if (!row) throw invalidArgument(field, `${kind} ${uid} does not exist`);
-  if (row.parentUid !== null && !groupAndAncestors(groupUid).has(row.parentUid)) {
+  if (row.parentUid !== null && !groupAndAncestors(groupUid).includes(row.parentUid)) {
     const from = groupUid === "" ? "the root" : `group ${groupUid}`;
     throw invalidArgument(field, `${kind} ${uid} is not visible from ${from}: it belongs to group ${row.parentUid}`);
   }
