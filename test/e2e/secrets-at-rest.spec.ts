@@ -12,6 +12,7 @@ import { restClient } from "../support/clients.js";
 import { createFreshDatabase, postgresAdminUrl } from "../support/database.js";
 import { createGroup, ok, uidOf } from "../support/rest-iam.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { postgresTemplate } from "../support/store-templates.js";
 
 // Secrets at rest (signing keys, the settings keys, IdP client secrets) are
 // sealed under the master key: the raw rows hold none of them in plain text.
@@ -148,7 +149,7 @@ describe("secrets at rest", () => {
   it("re-seals what an earlier version stored in plain text, and it keeps working", async () => {
     const dataDir = await mkdtemp(join(tmpdir(), "platform-legacy-"));
     const adminUrl = postgresAdminUrl();
-    const shared = adminUrl ? await createFreshDatabase(adminUrl) : undefined;
+    const shared = adminUrl ? await createFreshDatabase(adminUrl, undefined, postgresTemplate()) : undefined;
     const env = { PLATFORM_DATA_DIR: dataDir, ...(shared ? { DATABASE_URL: shared.url } : {}) };
     try {
       const before = await startTestServer(env);

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -52,7 +53,9 @@ export async function startTestServer(
     ...(fresh ? { DATABASE_URL: fresh.url } : {}),
     ...env,
   };
-  if (!settings.DATABASE_URL && settings.PLATFORM_DATA_DIR === dataDir) await copyPgliteTemplate(join(dataDir, "pglite"), "migrated");
+  // A data directory the test gives starts migrated as well, unless it already holds a store (a restart).
+  const pgliteDir = join(settings.PLATFORM_DATA_DIR, "pglite");
+  if (!settings.DATABASE_URL && !existsSync(pgliteDir)) await copyPgliteTemplate(pgliteDir, "migrated");
   const config: Config = loadConfig(settings);
   const logger = opts.logger ?? pino({ level: "silent" });
   const app = await startApp(config, { logger, clock: clock.now, adminTokenCheckMs: opts.adminTokenCheckMs });
