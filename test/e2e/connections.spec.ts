@@ -10,10 +10,11 @@ import { startTestServer, type TestServer } from "../support/server.js";
 let server: TestServer;
 
 beforeAll(async () => {
+  // Short, so the tests wait little; long enough that a loaded machine still sends a whole request in time.
   server = await startTestServer({
-    PLATFORM_HEADERS_TIMEOUT_MS: "1000",
-    PLATFORM_REQUEST_TIMEOUT_MS: "2000",
-    PLATFORM_IDLE_TIMEOUT_MS: "1500",
+    PLATFORM_HEADERS_TIMEOUT_MS: "600",
+    PLATFORM_REQUEST_TIMEOUT_MS: "1200",
+    PLATFORM_IDLE_TIMEOUT_MS: "800",
   });
 });
 afterAll(async () => {
