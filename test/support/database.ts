@@ -9,19 +9,37 @@ export function postgresAdminUrl(): string | undefined {
   return process.env["DATABASE_URL"] || undefined;
 }
 
+/**
+ * Names this run's stores and databases (set by the global setup, shared-server-setup.ts, whose
+ * teardown removes whatever carries it).
+ */
+export const SHARED_STORE_PREFIX_VARIABLE = "PLATFORM_TEST_SHARED_STORE_PREFIX";
+
 export interface FreshDatabase {
   name: string;
   url: string;
-  /** Drops the database (once; later calls do nothing), even while a server still holds connections. */
+  /**
+   * Drops the database (once; later calls do nothing), even while a server still holds
+   * connections; or, for a database of this run on the configured server, leaves it to the
+   * run's teardown.
+   */
   drop(): Promise<void>;
 }
 
 /**
- * Creates a database `<prefix>_<random>` on the configured server; drop() removes it. It is
- * empty, or a copy of `template` (a database nobody is connected to).
+ * Creates a database `<prefix>_<random>` on `adminUrl`'s server; drop() removes it. It is empty,
+ * or a copy of `template` (a database nobody is connected to). The prefix is the run's by
+ * default, so the global teardown finds the database even when nobody drops it.
+ *
+ * On the configured server (DATABASE_URL) drop() only forgets the database: PostgreSQL answers
+ * every DROP DATABASE with an immediate checkpoint of the whole server, which the dropping test
+ * waited for while the other worker's databases were busy (1.5 s on average here, a minute of
+ * a PostgreSQL run). The teardown drops them all at the end, when checkpoints are quick.
  */
-export async function createFreshDatabase(adminUrl: string, prefix = "platform_test", template?: string): Promise<FreshDatabase> {
-  const name = `${prefix}_${randomBytes(6).toString("hex")}`;
+export async function createFreshDatabase(adminUrl: string, prefix?: string, template?: string): Promise<FreshDatabase> {
+  const runPrefix = process.env[SHARED_STORE_PREFIX_VARIABLE];
+  const name = `${prefix ?? runPrefix ?? "platform_test"}_${randomBytes(6).toString("hex")}`;
+  const leftToTeardown = runPrefix !== undefined && name.startsWith(`${runPrefix}_`) && adminUrl === postgresAdminUrl();
   const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
   try {
     await admin.unsafe(template ? `create database ${name} template ${template}` : `create database ${name}`);
@@ -37,6 +55,7 @@ export async function createFreshDatabase(adminUrl: string, prefix = "platform_t
     async drop() {
       if (dropped) return;
       dropped = true;
+      if (leftToTeardown) return;
       const c = postgres(adminUrl, { max: 1, onnotice: () => {} });
       try {
         await c.unsafe(`drop database if exists ${name} with (force)`);

@@ -9,10 +9,8 @@ import { mkdir, rm, statfs } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
-import { postgresAdminUrl } from "./database.js";
+import { postgresAdminUrl, SHARED_STORE_PREFIX_VARIABLE } from "./database.js";
 import { makeStoreTemplates } from "./store-templates.js";
-
-export const SHARED_STORE_PREFIX_VARIABLE = "PLATFORM_TEST_SHARED_STORE_PREFIX";
 
 /** Where the run keeps its stores and other scratch files, when not the default below. */
 const SCRATCH_VARIABLE = "PLATFORM_TEST_TMPDIR";
@@ -52,12 +50,12 @@ export default async function setup(): Promise<() => Promise<void>> {
     await rm(scratch, { recursive: true, force: true });
     const adminUrl = postgresAdminUrl();
     if (!adminUrl) return;
-    const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+    // Side by side: each DROP DATABASE waits for a checkpoint, and the ones requested together share one.
+    const admin = postgres(adminUrl, { max: 8, onnotice: () => {} });
     try {
       const rows = await admin<{ datname: string }[]>`select datname from pg_database`;
-      for (const { datname } of rows.filter((r) => r.datname.startsWith(`${prefix}_`))) {
-        await admin.unsafe(`drop database if exists ${datname} with (force)`);
-      }
+      const ours = rows.filter((r) => r.datname.startsWith(`${prefix}_`));
+      await Promise.all(ours.map(({ datname }) => admin.unsafe(`drop database if exists ${datname} with (force)`)));
     } finally {
       await admin.end({ timeout: 5 });
     }

@@ -1,4 +1,4 @@
-import { SHARED_STORE_PREFIX_VARIABLE } from "./shared-server-setup.js";
+import { SHARED_STORE_PREFIX_VARIABLE } from "./database.js";
 import { startTestServer, type TestServer } from "./server.js";
 
 // One default-config server per test worker, for the e2e files that need
