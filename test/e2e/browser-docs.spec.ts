@@ -3,7 +3,8 @@ import { join } from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "../support/chromium.js";
-import { startTestServer, type TestServer } from "../support/server.js";
+import type { TestServer } from "../support/server.js";
+import { sharedServer } from "../support/shared-server.js";
 
 // The Swagger UI page at /docs, in a real Chromium (test/support/chromium.ts):
 // it renders the operations from /openapi.json and calls the API under the
@@ -15,12 +16,11 @@ let server: TestServer;
 let browser: Browser;
 
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await sharedServer();
   browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();
-  await server?.stop();
 });
 
 describe("GET /docs in a browser", () => {

@@ -7,6 +7,7 @@ import { createLogger } from "../../src/server/logger.js";
 import { restClient, type JsonObject } from "../support/clients.js";
 import { createGroup, uidOf } from "../support/rest-iam.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { sharedServer } from "../support/shared-server.js";
 
 // CORS (docs/security.md, "Browser origins (CORS)"): the allowed origins get
 // preflights and readable answers on the API's paths; every other origin,
@@ -27,12 +28,12 @@ beforeAll(async () => {
   const destination: pino.DestinationStream = { write: (line: string) => void lines.push(JSON.parse(line) as JsonObject) };
   [server, plain] = await Promise.all([
     startTestServer({ PLATFORM_CORS_ORIGINS: `${APP}, ${DEV}` }, { logger: createLogger("info", destination) }),
-    startTestServer(),
+    sharedServer(),
   ]);
   group = uidOf(await createGroup(restClient(server.url, server.token), "cors"));
 });
 afterAll(async () => {
-  await Promise.all([server?.stop(), plain?.stop()]);
+  await server?.stop();
 });
 
 interface Answer {

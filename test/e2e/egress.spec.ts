@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newChildUid, schema } from "../../src/db/index.js";
 import { restClient, type JsonObject } from "../support/clients.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { sharedServer } from "../support/shared-server.js";
 
 // docs/design.md, "Egress": the server's outbound requests (issuer discovery and
 // JWKS for the token exchange, upstream IdPs for the browser login) go
@@ -140,11 +141,10 @@ describe("browser login: upstream identity providers go through the guard", () =
   beforeAll(async () => {
     devLog = capturedLog();
     dev = await startTestServer({ PLATFORM_ALLOW_INSECURE_ISSUERS: "true" }, { logger: devLog.logger });
-    strict = await startTestServer();
+    strict = await sharedServer();
   });
   afterAll(async () => {
     await dev?.stop();
-    await strict?.stop();
   });
 
   /** An organization whose identity provider has `issuer`; the `/oauth?org=…` answer's Location. */

@@ -11,15 +11,13 @@ import { GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { sharedServer } from "../support/shared-server.js";
 import { copyPgliteTemplate } from "../support/store-templates.js";
 
 describe("ops routes", () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer();
-  });
-  afterAll(async () => {
-    await server?.stop();
+    server = await sharedServer();
   });
 
   it("answers /healthz and /readyz without a token", async () => {

@@ -7,6 +7,7 @@ import { newChildUid, schema } from "../../src/db/index.js";
 import { restClient, type JsonObject } from "../support/clients.js";
 import { startOidcProvider, type TestOidcProvider } from "../support/oidc-provider.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { sharedServer } from "../support/shared-server.js";
 
 let server: TestServer;
 let provider: TestOidcProvider;
@@ -232,29 +233,26 @@ describe("token exchange (/sts/exchange)", () => {
 
 describe("token exchange without PLATFORM_ALLOW_INSECURE_ISSUERS", () => {
   it("never contacts an http issuer", async () => {
-    const strict = await startTestServer();
-    try {
-      const g = await restClient(strict.url, strict.token)("POST", "/iam/v2beta1/groups", { name: "strict" });
-      const now = strict.clock.now();
-      const uid = newChildUid(g.body["uid"] as string);
-      await strict.app.database.db.insert(schema.identities).values({
-        uid,
-        parentUid: g.body["uid"] as string,
-        name: "w",
-        claimIssuer: provider.issuer,
-        claimSubject: "workload-a",
-        createTime: now,
-        updateTime: now,
-      });
-      const token = await provider.workloadToken("workload-a", server.app.urls.authUrl);
-      const before = provider.requests();
-      const res = await fetch(`${strict.url}/sts/exchange?aud=${encodeURIComponent(strict.app.urls.baseUrl)}&identity=${uid}`, {
-        headers: { authorization: `Bearer ${token}` },
-      });
-      expect(res.status).toBe(401);
-      expect(provider.requests()).toBe(before);
-    } finally {
-      await strict.stop();
-    }
+    // The shared server: it runs with the default settings, insecure issuers refused.
+    const strict = await sharedServer();
+    const g = await restClient(strict.url, strict.token)("POST", "/iam/v2beta1/groups", { name: "strict" });
+    const now = strict.clock.now();
+    const uid = newChildUid(g.body["uid"] as string);
+    await strict.app.database.db.insert(schema.identities).values({
+      uid,
+      parentUid: g.body["uid"] as string,
+      name: "w",
+      claimIssuer: provider.issuer,
+      claimSubject: "workload-a",
+      createTime: now,
+      updateTime: now,
+    });
+    const token = await provider.workloadToken("workload-a", server.app.urls.authUrl);
+    const before = provider.requests();
+    const res = await fetch(`${strict.url}/sts/exchange?aud=${encodeURIComponent(strict.app.urls.baseUrl)}&identity=${uid}`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(res.status).toBe(401);
+    expect(provider.requests()).toBe(before);
   });
 });
