@@ -81,9 +81,10 @@ export async function openDatabase(opts: DatabaseOptions): Promise<DatabaseHandl
         const subscription = await client.listen(channel, onNotify, onListening);
         return () => subscription.unlisten();
       },
-      // Called once requests have drained and background work has stopped, so nothing of ours
-      // still queries. After an outage postgres.js keeps counting a broken connection as busy
-      // (porsager/postgres#1097) and a graceful end waited out its whole timeout: the
+      // Called once requests have drained (or overrun the shutdown grace) and the background work
+      // (dispatcher, event hub, retention) has finished, so nothing of ours should still query.
+      // After an outage postgres.js keeps counting a broken connection as busy
+      // (porsager/postgres#1097, #1130) and a graceful end waited out its whole timeout: the
       // connections are closed at once instead (docs/design.md, "Errors").
       close: () => client.end({ timeout: 0 }),
     };

@@ -1,6 +1,6 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openDatabase, type DatabaseHandle } from "../db/index.js";
+import { openDatabase, type Database, type DatabaseHandle } from "../db/index.js";
 import { EventHub, type LiveEvents } from "./hub.js";
 
 // The watchers' hub (docs/design.md, "Watching"): what it hands out when seqs become visible out of order.
@@ -50,6 +50,27 @@ describe("EventHub", () => {
     abort.abort();
     expect(await it.next()).toEqual({ done: true, value: undefined });
     expect(hub.size).toBe(0);
-    hub.close();
+    await hub.close();
+  });
+
+  it("close() ends every stream and waits for a lookup under way, so nothing queries once the server closes its database", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let lookups = 0;
+    // The first statement is subscribe()'s max(seq); every later one is a lookup, held at the gate.
+    let statements = 0;
+    const db = { execute: async () => (statements++ === 0 ? [{ seq: 0 }] : (lookups++, await gate, [])) } as unknown as Database;
+    const hub = new EventHub({ db, pollMs: 60_000, onError: (e) => { throw e; } });
+    const live = await hub.subscribe(new AbortController().signal);
+    hub.wake();
+    expect(lookups).toBe(1);
+    let closed = false;
+    const closing = hub.close().then(() => (closed = true));
+    expect(await live[Symbol.asyncIterator]().next()).toEqual({ done: true, value: undefined });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(closed).toBe(false);
+    release();
+    await closing;
+    expect(lookups).toBe(1);
   });
 });

@@ -122,11 +122,12 @@ export class EventHub {
     return this.watchers.size;
   }
 
-  /** Ends every stream: the server is shutting down. */
-  close(): void {
+  /** Ends every stream, then waits for a lookup under way: the server is shutting down. */
+  async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.timer);
     for (const w of [...this.watchers]) w.end();
+    await this.looking;
   }
 }
 

@@ -1,6 +1,6 @@
 import { eq, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newRootUid, openDatabase, queryRows, schema, type DatabaseHandle } from "../db/index.js";
+import { newRootUid, openDatabase, queryRows, schema, type Database, type DatabaseHandle } from "../db/index.js";
 import { EventRetention } from "./retention.js";
 
 // Retention (PLATFORM_EVENT_RETENTION): old events go, with their finished deliveries; an event
@@ -44,5 +44,23 @@ describe("EventRetention", () => {
     expect(await queryRows(handle.db, sql`select 1 from event_deliveries where event_uid = 'old-pending'`)).toHaveLength(1);
     // Idempotent: another replica pruning at the same time finds nothing more.
     expect(await retention.prune()).toBe(0);
+  });
+
+  it("stop() ends a run under way after its current batch and waits for it: nothing queries once the server closes its database", async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let statements = 0;
+    // Every batch comes back full, so only stop() ends the run.
+    const db = { execute: async () => (statements++, await gate, [{ n: 5_000 }]) } as unknown as Database;
+    const retention = new EventRetention({ db, clock: () => NOW, retentionMs: DAY, onError: (e) => { throw e; } });
+    retention.start();
+    expect(statements).toBe(1);
+    let stopped = false;
+    const stopping = retention.stop().then(() => (stopped = true));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(stopped).toBe(false);
+    release();
+    await stopping;
+    expect(statements).toBe(1);
   });
 });

@@ -23,6 +23,7 @@ const BATCH = 5_000;
 export class EventRetention {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
+  private stopped = false;
 
   constructor(private readonly opts: RetentionOptions) {}
 
@@ -37,8 +38,11 @@ export class EventRetention {
     this.timer.unref();
   }
 
-  stop(): void {
+  /** No more runs; a run under way stops after its current batch, and is waited for. */
+  async stop(): Promise<void> {
+    this.stopped = true;
     clearInterval(this.timer);
+    await this.running;
   }
 
   /** Prunes everything due; returns how many events it deleted. */
@@ -63,7 +67,7 @@ export class EventRetention {
       );
       const n = Number(rows[0]?.n ?? 0);
       total += n;
-      if (n < BATCH) return total;
+      if (n < BATCH || this.stopped) return total;
     }
   }
 }

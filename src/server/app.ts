@@ -305,12 +305,14 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       shutdown.abort();
       // Watch streams end now, so that draining does not wait for them; in-flight deliveries finish
       // while requests drain (an unfinished one is sent again by whichever replica claims it next).
-      eventHub.close();
-      retention.stop();
+      const hubClosed = eventHub.close();
+      const retentionStopped = retention.stop();
       const dispatching = dispatcher.stop();
       await adminTokenRenewal?.stop();
       await listener.close(config.shutdownGraceMs);
       await dispatching;
+      await hubClosed;
+      await retentionStopped;
       await ctx.events.close();
       await unlistenGrants();
       await unlistenEvents();
