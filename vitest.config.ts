@@ -6,8 +6,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // Picks the Chromium of the browser suites, once per run (Debian's, or one from npm);
-    // makes the store templates (test/support/store-templates.ts), names the shared servers'
-    // stores, and removes them all when the run ends.
+    // gives the run a scratch directory as TMPDIR (test/support/scratch.ts), makes the store
+    // templates (test/support/store-templates.ts), names the shared servers' stores and the
+    // run's databases, and removes them all when the run ends.
     globalSetup: ["test/support/chromium-setup.ts", "test/support/shared-server-setup.ts"],
     // Suites start real servers and databases; two cores do best with two workers at a time.
     // Every file runs on two reused worker threads without isolation: a worker keeps the

@@ -1,9 +1,9 @@
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium } from "../support/chromium.js";
 import type { TestServer } from "../support/server.js";
+import { systemTmpdir } from "../support/scratch.js";
 import { sharedServer } from "../support/shared-server.js";
 
 // The Swagger UI page at /docs, in a real Chromium (test/support/chromium.ts):
@@ -49,7 +49,8 @@ describe("GET /docs in a browser", () => {
     expect(await page.locator(".opblock").count()).toBeGreaterThan(50);
     await expect(listGroups.first().locator(".opblock-summary-method").innerText()).resolves.toBe("GET");
 
-    const screenshot = process.env["PLATFORM_DOCS_SCREENSHOT"] ?? join(tmpdir(), "platform-docs.png");
+    // Outside the run's scratch directory, which goes when the run ends.
+    const screenshot = process.env["PLATFORM_DOCS_SCREENSHOT"] ?? join(systemTmpdir(), "platform-docs.png");
     await page.screenshot({ path: screenshot });
     console.log(`docs screenshot: ${screenshot}`);
 

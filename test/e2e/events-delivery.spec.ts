@@ -13,6 +13,7 @@ import { connectClient, grpcJsClient, restClient, type JsonObject } from "../sup
 import { createFreshDatabase, postgresAdminUrl, type FreshDatabase } from "../support/database.js";
 import { createGroup, ok, uidOf } from "../support/rest-iam.js";
 import { startTestServer, type TestServer } from "../support/server.js";
+import { withSystemTmpdir } from "../support/scratch.js";
 import { copyPgliteTemplate, postgresTemplate } from "../support/store-templates.js";
 import { WebhookReceiver } from "../support/webhook-receiver.js";
 
@@ -43,7 +44,7 @@ const ids = (r: WebhookReceiver) => r.received.map((x) => x.headers["webhook-id"
 
 /** The server as an operator runs it, in a process of its own that the test can kill outright. */
 async function spawnServer(env: NodeJS.ProcessEnv): Promise<{ child: ChildProcess; url: string; exited: Promise<unknown> }> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/server/main.ts"], { env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["--import", "tsx", "src/server/main.ts"], { env: withSystemTmpdir(env), stdio: ["ignore", "pipe", "pipe"] });
   const exited = new Promise((resolve) => child.once("exit", resolve));
   let out = "";
   const port = await new Promise<number>((resolve, reject) => {

@@ -12,6 +12,7 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { sharedServer } from "../support/shared-server.js";
+import { withSystemTmpdir } from "../support/scratch.js";
 import { copyPgliteTemplate } from "../support/store-templates.js";
 
 describe("ops routes", () => {
@@ -124,7 +125,7 @@ describe("npm start", () => {
     // A migrated store (test/support/store-templates.ts): process.spec.ts starts one from nothing.
     await copyPgliteTemplate(join(dataDir, "pglite"), "migrated");
     const child = spawn(process.execPath, ["--import", "tsx", "src/server/main.ts"], {
-      env: { ...process.env, PORT: "0", PLATFORM_DATA_DIR: dataDir, LOG_LEVEL: "info", DATABASE_URL: "" },
+      env: withSystemTmpdir({ ...process.env, PORT: "0", PLATFORM_DATA_DIR: dataDir, LOG_LEVEL: "info", DATABASE_URL: "" }),
       stdio: ["ignore", "pipe", "pipe"],
     });
     try {

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { withSystemTmpdir } from "./scratch.js";
 
 const LAUNCHER = fileURLToPath(new URL("../../bin/platformctl.js", import.meta.url));
 
@@ -24,7 +25,8 @@ export interface CliProcess {
 
 /** The caller's environment without CLI_VARIABLES, plus `env`: what a run of platformctl sees. */
 export function cliEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  const base: NodeJS.ProcessEnv = { ...process.env };
+  // The launcher runs the sources through tsx, whose compile cache is in TMPDIR.
+  const base: NodeJS.ProcessEnv = withSystemTmpdir(process.env);
   for (const name of CLI_VARIABLES) delete base[name];
   return { ...base, ...env };
 }

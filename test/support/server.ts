@@ -30,10 +30,11 @@ export interface TestServer {
 /**
  * Starts the real server on a free loopback port with its own fresh store:
  * PGlite in a temporary directory, or a new PostgreSQL database when
- * DATABASE_URL is set. stop() drops everything it made. Its log goes to
- * `opts.logger` (silent by default). `opts.storePrefix` starts the names of
- * the directory and the database, so that a global teardown can find them
- * when nobody calls stop() (test/support/shared-server.ts).
+ * DATABASE_URL is set. stop() removes the directory; the database is left to
+ * the run's teardown (database.ts says why). Its log goes to `opts.logger`
+ * (silent by default). `opts.storePrefix` starts the names of the directory
+ * and the database, so that the global teardown can find them when nobody
+ * calls stop() (test/support/shared-server.ts).
  */
 export async function startTestServer(
   env: Record<string, string> = {},
@@ -43,7 +44,8 @@ export async function startTestServer(
   const adminUrl = postgresAdminUrl();
   // The stores start migrated (test/support/store-templates.ts): the server's own migration run
   // then finds nothing to do, as on any restart.
-  const fresh = adminUrl ? await createFreshDatabase(adminUrl, opts.storePrefix, postgresTemplate()) : undefined;
+  // A test that names its own database (a restart, a proxy in between) gets no other.
+  const fresh = adminUrl && env["DATABASE_URL"] === undefined ? await createFreshDatabase(adminUrl, opts.storePrefix, postgresTemplate()) : undefined;
   const clock = new TestClock();
   const settings = {
     PORT: "0",
@@ -65,14 +67,14 @@ export async function startTestServer(
     url: `http://127.0.0.1:${app.port}`,
     clock,
     token: app.adminToken?.token ?? "",
-    backend: fresh ? "postgres" : "pglite",
+    backend: settings.DATABASE_URL ? "postgres" : "pglite",
     async renewToken() {
       const sub = JSON.parse(Buffer.from(server.token.split(".")[1] ?? "", "base64url").toString()) as { sub: string };
       server.token = (await app.tokens.mint(sub.sub, app.urls.baseUrl)).token;
       return server.token;
     },
     async startReplica(extra = {}) {
-      if (!fresh) throw new Error("replicas share a PostgreSQL database: set DATABASE_URL");
+      if (!settings.DATABASE_URL) throw new Error("replicas share a PostgreSQL database: set DATABASE_URL");
       // Replicas behind one address share its URLs: tokens one issues, the other accepts.
       const urls = { PLATFORM_BASE_URL: app.urls.baseUrl, PLATFORM_AUTH_URL: app.urls.authUrl };
       const replica = await startApp(loadConfig({ ...settings, ...urls, PLATFORM_BOOTSTRAP: "false", ...extra }), { logger, clock: clock.now });
