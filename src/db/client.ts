@@ -9,6 +9,7 @@ import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
 import { syncBuiltInRoles, type BuiltInRolesSync } from "./built-in-roles.js";
+import { keepBuiltInTypeParsers } from "./pglite-parsers.js";
 import { observedPglite, observedPostgres, type QueryObserver } from "./query-observer.js";
 import * as schema from "./schema.js";
 
@@ -91,6 +92,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<DatabaseHandl
   }
   if (!opts.pgliteDir.startsWith("memory://")) mkdirSync(opts.pgliteDir, { recursive: true });
   const client = new PGlite(opts.pgliteDir);
+  await keepBuiltInTypeParsers(client);
   const migrator = drizzlePglite(client, { schema });
   await migratePglite(migrator, { migrationsFolder });
   const builtInRoles = await syncBuiltInRoles(migrator);
