@@ -36,12 +36,16 @@ interface ClaimMatch {
   claimAudience?: string;
 }
 
-async function makeIdentity(match: ClaimMatch): Promise<string> {
-  const now = server.clock.now();
-  const uid = newChildUid(groupUid);
-  await server.app.database.db.insert(schema.identities).values({
+/**
+ * An identity row written directly (the API refuses some of these shapes): in the test's group of
+ * `target` by default, or at `parent` (null: the root level, with the `uid` given).
+ */
+async function makeIdentity(match: ClaimMatch, target: TestServer = server, parent: string | null = groupUid, rootUid = ""): Promise<string> {
+  const now = target.clock.now();
+  const uid = parent === null ? rootUid : newChildUid(parent);
+  await target.app.database.db.insert(schema.identities).values({
     uid,
-    parentUid: groupUid,
+    parentUid: parent,
     name: `workload ${uid.slice(-6)}`,
     ...match,
     lastSeenTime: new Date(now.getTime() - 60_000),
@@ -119,17 +123,7 @@ describe("token exchange (/sts/exchange)", () => {
   });
 
   it("never lets a root-level identity (bootstrap, people signed in with a browser) be assumed", async () => {
-    const now = server.clock.now();
-    const person = "0123456789abcdef";
-    await server.app.database.db.insert(schema.identities).values({
-      uid: person,
-      parentUid: null,
-      name: "person",
-      claimIssuer: provider.issuer,
-      claimSubject: "workload-a",
-      createTime: now,
-      updateTime: now,
-    });
+    const person = await makeIdentity({ claimIssuer: provider.issuer, claimSubject: "workload-a" }, server, null, "0123456789abcdef");
     const token = await provider.workloadToken("workload-a", server.app.urls.authUrl);
     const before = provider.requests();
     const res = await exchange(person, token);
@@ -236,17 +230,7 @@ describe("token exchange without PLATFORM_ALLOW_INSECURE_ISSUERS", () => {
     // The shared server: it runs with the default settings, insecure issuers refused.
     const strict = await sharedServer();
     const g = await restClient(strict.url, strict.token)("POST", "/iam/v2beta1/groups", { name: "strict" });
-    const now = strict.clock.now();
-    const uid = newChildUid(g.body["uid"] as string);
-    await strict.app.database.db.insert(schema.identities).values({
-      uid,
-      parentUid: g.body["uid"] as string,
-      name: "w",
-      claimIssuer: provider.issuer,
-      claimSubject: "workload-a",
-      createTime: now,
-      updateTime: now,
-    });
+    const uid = await makeIdentity({ claimIssuer: provider.issuer, claimSubject: "workload-a" }, strict, g.body["uid"] as string);
     const token = await provider.workloadToken("workload-a", server.app.urls.authUrl);
     const before = provider.requests();
     const res = await fetch(`${strict.url}/sts/exchange?aud=${encodeURIComponent(strict.app.urls.baseUrl)}&identity=${uid}`, {
