@@ -10,14 +10,17 @@ import { postgresAdminUrl, SHARED_STORE_PREFIX_VARIABLE } from "./database.js";
 import { useRunScratch } from "./scratch.js";
 import { makeStoreTemplates } from "./store-templates.js";
 
+/** What every run's prefix starts with: how a run finds the scratch directories of killed ones. */
+const RUN_PREFIX_START = "platform_shared_";
+
 export default async function setup(): Promise<() => Promise<void>> {
   // A database name as well as a directory name: lower case, digits and underscores.
-  const prefix = `platform_shared_${randomBytes(5).toString("hex")}`;
+  const prefix = `${RUN_PREFIX_START}${randomBytes(5).toString("hex")}`;
   process.env[SHARED_STORE_PREFIX_VARIABLE] = prefix;
   // Every file's tmpdir() (stores, configurations, spawned servers' data) is this run's own
   // directory from here on (scratch.ts). The Chromium setup, which runs first, keeps its
   // unpacked browser where later runs find it.
-  const removeScratch = await useRunScratch(prefix, "platform_shared_");
+  const removeScratch = await useRunScratch(prefix, RUN_PREFIX_START);
   const teardown = async (): Promise<void> => {
     const failures: unknown[] = [];
     const adminUrl = postgresAdminUrl();
