@@ -20,8 +20,10 @@ export interface DispatcherOptions {
   backoffMs: number;
   /** How long a claimed delivery is this replica's; after that another may take it over. */
   leaseMs?: number;
-  /** Deliveries claimed per round (and sent at once). */
-  batch?: number;
+  /** Deliveries this replica sends at once, all subscriptions together. */
+  maxInFlight?: number;
+  /** Deliveries of one subscription this replica sends at once, so that one slow sink cannot take every slot. */
+  maxInFlightPerSubscription?: number;
   /** How often due retries are looked for when no event wakes the dispatcher. */
   pollMs?: number;
   onError: (e: unknown) => void;
@@ -30,6 +32,8 @@ export interface DispatcherOptions {
 }
 
 const MAX_BACKOFF_MS = 3_600_000;
+/** How many due deliveries a claim looks at to choose from, fairly across subscriptions. */
+const CLAIM_CANDIDATES = 256;
 /** The longest pause after failed rounds (the database unreachable). */
 const MAX_FAILURE_PAUSE_MS = 30_000;
 
@@ -55,16 +59,19 @@ interface Claimed extends EventRow {
 }
 
 /**
- * Sends pending webhook deliveries (docs/design.md, "Events"). Any number of
+ * Sends pending webhook deliveries (docs/design.md, "Webhooks"). Any number of
  * replicas run one each: a delivery is claimed with FOR UPDATE SKIP LOCKED and
  * a lease, so two replicas never hold it at once; a replica that dies mid-way
  * leaves a lease that runs out, and the delivery is sent again. A delivery
  * waits while an earlier event about the same subject is still pending for
  * its subscription, so each receiver sees a subject's events in order.
+ * Deliveries run side by side up to a cap, and a slot that frees is filled at
+ * once: a slow sink holds its own deliveries, never another subscription's.
  */
 export class WebhookDispatcher {
   private readonly leaseMs: number;
-  private readonly batch: number;
+  private readonly maxInFlight: number;
+  private readonly maxPerSubscription: number;
   private readonly pollMs: number;
   private running = false;
   private woken = false;
@@ -73,44 +80,62 @@ export class WebhookDispatcher {
   private timer: NodeJS.Timeout | undefined;
   /** Wake-ups for this replica's own retries, so that a short backoff is not stretched to the poll interval. */
   private readonly retries = new Set<NodeJS.Timeout>();
+  /** The deliveries being sent, each until it is settled (or its claim released). */
+  private readonly inFlight = new Set<Promise<void>>();
+  /** How many of each subscription's deliveries are in flight. */
+  private readonly inFlightBySubscription = new Map<string, number>();
+  /** Aborts the deliveries still in flight when stop()'s grace runs out. */
+  private stopping = new AbortController();
 
   constructor(private readonly opts: DispatcherOptions) {
     this.leaseMs = opts.leaseMs ?? 30_000;
-    this.batch = opts.batch ?? 16;
+    this.maxInFlight = opts.maxInFlight ?? 16;
+    this.maxPerSubscription = opts.maxInFlightPerSubscription ?? 4;
     this.pollMs = opts.pollMs ?? 1000;
   }
 
   start(): void {
     if (this.running) return;
     this.running = true;
+    this.stopping = new AbortController();
     this.loop = this.run();
   }
 
-  /** Look now: an event was recorded (NOTIFY), or a test wants it. */
+  /** Look now: an event was recorded (NOTIFY), a delivery ended, or a test wants it. */
   notify(): void {
     this.woken = true;
     this.wake?.();
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Claims nothing more, and lets the deliveries in flight finish for up to `graceMs`; those
+   * still running then are cut off and their claims released, so that the next replica to look
+   * sends them at once rather than after their lease.
+   */
+  async stop(graceMs = 0): Promise<void> {
     this.running = false;
     clearTimeout(this.timer);
     for (const t of this.retries) clearTimeout(t);
     this.retries.clear();
     this.notify();
     await this.loop;
+    const cutOff = setTimeout(() => this.stopping.abort(), graceMs);
+    await Promise.all(this.inFlight);
+    clearTimeout(cutOff);
   }
 
   private async run(): Promise<void> {
     let failures = 0;
     while (this.running) {
-      let sent = 0;
-      try {
-        sent = await this.round();
-        failures = 0;
-      } catch (e) {
-        failures++;
-        this.opts.onError(e);
+      const free = this.maxInFlight - this.inFlight.size;
+      if (free > 0) {
+        try {
+          await this.claimAndSend(free);
+          failures = 0;
+        } catch (e) {
+          failures++;
+          this.opts.onError(e);
+        }
       }
       if (!this.running) break;
       if (failures > 0) {
@@ -120,12 +145,13 @@ export class WebhookDispatcher {
         await this.sleep(Math.min(this.pollMs * 2 ** failures, MAX_FAILURE_PAUSE_MS), false);
         continue;
       }
-      // A full batch: there may be more. Otherwise sleep until woken or the next poll.
-      if (sent >= this.batch) continue;
       if (this.woken) {
         this.woken = false;
         continue;
       }
+      // Whether or not more are due, the next claim waits for a reason to expect a different
+      // answer: an event, a delivery that ends (a free slot, a subscription under its share), a
+      // short retry coming due, or the next poll.
       await this.sleep(this.pollMs, true);
     }
   }
@@ -143,33 +169,80 @@ export class WebhookDispatcher {
     this.woken = false;
   }
 
-  /** Claims a batch of due deliveries and sends them; returns how many it claimed. */
-  async round(): Promise<number> {
-    const now = this.opts.clock();
-    const leaseUntil = new Date(now.getTime() + this.leaseMs);
-    const claimed = await queryRows<Claimed & Record<string, unknown>>(
+  /** Claims up to `free` due deliveries and starts sending them. */
+  private async claimAndSend(free: number): Promise<void> {
+    for (const c of await this.claim(free)) this.send(c);
+  }
+
+  /**
+   * Claims due deliveries, at most `limit`, oldest first, and no more of one subscription than
+   * its share of the in-flight cap leaves (what this replica already sends for it counts).
+   */
+  async claim(limit: number): Promise<Claimed[]> {
+    const now = this.opts.clock().toISOString();
+    const leaseUntil = new Date(this.opts.clock().getTime() + this.leaseMs).toISOString();
+    // What may be claimed; checked again where the rows are locked, on their newest versions, so
+    // that a delivery another replica claimed meanwhile is not claimed twice.
+    const due = (alias: string) => {
+      const a = sql.raw(alias);
+      return sql`${a}.state = 'pending' AND ${a}.next_attempt_time <= ${now}
+        AND (${a}.lease_until IS NULL OR ${a}.lease_until < ${now})
+        AND NOT EXISTS (
+          SELECT 1 FROM event_deliveries p
+          WHERE p.state = 'pending' AND p.subscription_uid = ${a}.subscription_uid
+            AND p.subject = ${a}.subject AND p.event_seq < ${a}.event_seq)`;
+    };
+    const busy = [...this.inFlightBySubscription];
+    const full = busy.filter(([, n]) => n >= this.maxPerSubscription).map(([uid]) => uid);
+    const share = busy.length
+      ? sql`CASE ranked.subscription_uid ${sql.join(
+          busy.map(([uid, n]) => sql`WHEN ${uid} THEN ${Math.max(0, this.maxPerSubscription - n)}::int`),
+          sql` `,
+        )} ELSE ${this.maxPerSubscription}::int END`
+      : sql`${this.maxPerSubscription}::int`;
+    return queryRows<Claimed & Record<string, unknown>>(
       this.opts.db,
       sql`
       UPDATE event_deliveries d
-      SET lease_until = ${leaseUntil.toISOString()}, attempts = d.attempts + 1
+      SET lease_until = ${leaseUntil}, attempts = d.attempts + 1
       FROM (
         SELECT c.id FROM event_deliveries c
-        WHERE c.state = 'pending' AND c.next_attempt_time <= ${now.toISOString()}
-          AND (c.lease_until IS NULL OR c.lease_until < ${now.toISOString()})
-          AND NOT EXISTS (
-            SELECT 1 FROM event_deliveries p
-            WHERE p.state = 'pending' AND p.subscription_uid = c.subscription_uid
-              AND p.subject = c.subject AND p.event_seq < c.event_seq)
+        WHERE ${due("c")} AND c.id IN (
+          SELECT ranked.id FROM (
+            SELECT q.id, q.subscription_uid,
+              row_number() OVER (PARTITION BY q.subscription_uid ORDER BY q.event_seq) AS nth
+            FROM (
+              SELECT q.id, q.subscription_uid, q.event_seq FROM event_deliveries q
+              WHERE ${due("q")}${full.length ? sql` AND q.subscription_uid NOT IN ${full}` : sql``}
+              ORDER BY q.event_seq
+              LIMIT ${CLAIM_CANDIDATES}
+            ) q
+          ) ranked
+          WHERE ranked.nth <= ${share})
         ORDER BY c.event_seq
-        LIMIT ${this.batch}
+        LIMIT ${limit}
         FOR UPDATE SKIP LOCKED
       ) picked, events e, subscriptions s
       WHERE d.id = picked.id AND e.uid = d.event_uid AND s.uid = d.subscription_uid
       RETURNING d.id, d.attempts, d.deadline, d.subscription_uid, s.sink, s.secret,
         e.uid, e.type, e.source, e.subject, e.actor, e.parent_uid, e.time, e.data`,
     );
-    await Promise.all(claimed.map((c) => this.deliver(c)));
-    return claimed.length;
+  }
+
+  /** Sends one claimed delivery in the background, counted in flight until it is settled. */
+  private send(c: Claimed): void {
+    const sub = c.subscription_uid;
+    this.inFlightBySubscription.set(sub, (this.inFlightBySubscription.get(sub) ?? 0) + 1);
+    const sending: Promise<void> = this.deliver(c)
+      .catch((e: unknown) => this.opts.onError(e))
+      .finally(() => {
+        this.inFlight.delete(sending);
+        const left = (this.inFlightBySubscription.get(sub) ?? 1) - 1;
+        if (left > 0) this.inFlightBySubscription.set(sub, left);
+        else this.inFlightBySubscription.delete(sub);
+        if (this.running) this.notify();
+      });
+    this.inFlight.add(sending);
   }
 
   private async deliver(c: Claimed): Promise<void> {
@@ -188,9 +261,14 @@ export class WebhookDispatcher {
           "webhook-signature": signature,
         },
         body,
+        signal: this.stopping.signal,
       });
       if (res.status < 200 || res.status > 299) error = `the sink answered ${res.status}`;
     } catch (e) {
+      if (this.stopping.signal.aborted) {
+        await this.release(c);
+        return;
+      }
       // What subscription readers see: the kind of failure only. The egress guard's own text can
       // name internal hosts and addresses, so it goes to the log.
       error = e instanceof EgressError ? DELIVERY_FAILURES[e.failure] : "the delivery failed";
@@ -199,6 +277,12 @@ export class WebhookDispatcher {
     await this.settle(c, error);
   }
 
+  /** Gives a claim back, unsent (shutting down): due at once for whichever replica looks next. */
+  private async release(c: Claimed): Promise<void> {
+    await this.opts.db.execute(sql`
+      UPDATE event_deliveries SET lease_until = NULL
+      WHERE id = ${c.id} AND state = 'pending' AND attempts = ${c.attempts}`);
+  }
   /**
    * Marks a delivery delivered, failed (past its deadline), or due again after a backoff —
    * only while this claim is the latest (`attempts` unchanged): a replica whose lease ran out

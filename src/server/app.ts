@@ -303,11 +303,11 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     dispatcher,
     async close() {
       shutdown.abort();
-      // Watch streams end now, so that draining does not wait for them; in-flight deliveries finish
-      // while requests drain (an unfinished one is sent again by whichever replica claims it next).
+      // Watch streams end now, so that draining does not wait for them; in-flight deliveries get
+      // the same grace as requests, and one unfinished then is released for the next replica to send.
       const hubClosed = eventHub.close();
       const retentionStopped = retention.stop();
-      const dispatching = dispatcher.stop();
+      const dispatching = dispatcher.stop(config.shutdownGraceMs);
       await adminTokenRenewal?.stop();
       await listener.close(config.shutdownGraceMs);
       await dispatching;

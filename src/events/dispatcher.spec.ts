@@ -1,0 +1,138 @@
+import { randomBytes } from "node:crypto";
+import { eq, sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openMigratedStore } from "../../test/support/fresh-store.js";
+import { SecretBox } from "../crypto/index.js";
+import { newRootUid, queryRows, schema, type DatabaseHandle } from "../db/index.js";
+import type { EgressFetch, EgressRequestInit } from "../egress/index.js";
+import { subscriptionSecretContext, WebhookDispatcher } from "./dispatcher.js";
+
+// The dispatcher's scheduling (docs/design.md, "Webhooks"): deliveries run side by side, a slow
+// sink holds only its own share of the slots, a freed slot is filled at once, and stopping
+// releases what it cut off.
+
+const NOW = new Date("2030-06-01T00:00:00.000Z");
+const secrets = new SecretBox(randomBytes(32));
+let store: Awaited<ReturnType<typeof openMigratedStore>>;
+let handle: DatabaseHandle;
+
+beforeAll(async () => {
+  store = await openMigratedStore("dispatcher");
+  handle = store.handle;
+});
+afterAll(async () => {
+  await store?.close();
+});
+
+/** A subscription to `sink` in a new group, and one pending delivery per subject, due now, in that order. */
+async function subscriptionWithDeliveries(sink: string, subjects: string[]): Promise<string> {
+  const group = newRootUid();
+  const uid = `${group}/0000000000000001`;
+  await handle.db.insert(schema.groups).values({ uid: group, parentUid: null, name: "g", createTime: NOW, updateTime: NOW });
+  const secret = secrets.seal(`whsec_${randomBytes(32).toString("base64")}`, subscriptionSecretContext(uid));
+  await handle.db.insert(schema.subscriptions).values({ uid, parentUid: group, sink, secret, createTime: NOW, updateTime: NOW });
+  for (const subject of subjects) {
+    const eventUid = `${uid}:${subject}`;
+    const [event] = await handle.db
+      .insert(schema.events)
+      .values({ uid: eventUid, type: "platform.registry.repo.created.v1", source: "https://test", subject, parentUid: group, time: NOW, data: {} })
+      .returning({ seq: schema.events.seq });
+    await handle.db
+      .insert(schema.eventDeliveries)
+      .values({ subscriptionUid: uid, eventUid, eventSeq: event!.seq, subject, nextAttemptTime: NOW, deadline: new Date(NOW.getTime() + 86_400_000) });
+  }
+  return uid;
+}
+
+/** A fetch whose answers the test gives: every call waits in `calls` until answered, or until its signal aborts. */
+function controlledFetch() {
+  const calls: { url: string; answer: (status: number) => void; aborted: boolean }[] = [];
+  const fetch: EgressFetch = (url, init: EgressRequestInit = {}) =>
+    new Promise<Response>((resolve, reject) => {
+      const call = { url: String(url), answer: (status: number) => resolve(new Response(null, { status })), aborted: false };
+      calls.push(call);
+      init.signal?.addEventListener("abort", () => {
+        call.aborted = true;
+        reject(init.signal!.reason);
+      });
+    });
+  return { fetch, calls };
+}
+
+function dispatcherWith(fetch: EgressFetch) {
+  return new WebhookDispatcher({
+    db: handle.db,
+    fetch,
+    secrets,
+    clock: () => NOW,
+    backoffMs: 1000,
+    // Only events (notify) and freed slots can make it look: no poll during a test.
+    pollMs: 600_000,
+    maxInFlight: 16,
+    maxInFlightPerSubscription: 4,
+    onError: (e) => {
+      throw e;
+    },
+    onDeliveryError: () => {},
+  });
+}
+
+async function until(predicate: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !predicate(); i++) await new Promise((r) => setTimeout(r, 5));
+  expect(predicate()).toBe(true);
+}
+
+const deliveriesOf = (subscription: string) =>
+  queryRows<{ subject: string; state: string; attempts: number; lease_until: unknown; last_error: string }>(
+    handle.db,
+    sql`select subject, state, attempts, lease_until, last_error from event_deliveries where subscription_uid = ${subscription} order by event_seq`,
+  );
+
+describe("WebhookDispatcher", () => {
+  it("sends another subscription's delivery while a sink hangs with 20 due, holding at most 4 slots for it; a freed slot is filled at once", async () => {
+    const slow = await subscriptionWithDeliveries("https://slow.example/hook", Array.from({ length: 20 }, (_, i) => `s${i}`));
+    const fast = await subscriptionWithDeliveries("https://fast.example/hook", ["f0"]);
+    const { fetch, calls } = controlledFetch();
+    const dispatcher = dispatcherWith(fetch);
+    dispatcher.start();
+    try {
+      // The fast sink's one delivery comes after the slow one's twenty, oldest first.
+      await until(() => calls.some((c) => c.url.startsWith("https://fast.")));
+      calls.find((c) => c.url.startsWith("https://fast."))!.answer(204);
+      const slowCalls = () => calls.filter((c) => c.url.startsWith("https://slow."));
+      expect(slowCalls()).toHaveLength(4);
+      // One slow answer frees a slot: the next slow delivery goes out without waiting for a poll.
+      slowCalls()[0]!.answer(200);
+      await until(() => slowCalls().length === 5);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(slowCalls()).toHaveLength(5);
+      expect((await deliveriesOf(fast)).map((d) => d.state)).toEqual(["delivered"]);
+      expect((await deliveriesOf(slow)).filter((d) => d.state === "delivered").map((d) => d.subject)).toEqual(["s0"]);
+    } finally {
+      await dispatcher.stop(0);
+    }
+  });
+
+  it("stop() lets a delivery in flight finish within the grace, and releases one it cuts off unrecorded, due at once", async () => {
+    const finishing = await subscriptionWithDeliveries("https://finishing.example/hook", ["a"]);
+    const hanging = await subscriptionWithDeliveries("https://hanging.example/hook", ["b"]);
+    const { fetch, calls } = controlledFetch();
+    const dispatcher = dispatcherWith(fetch);
+    dispatcher.start();
+    // (The first test's slow deliveries are due too, older: they hang alongside.)
+    await until(() => calls.filter((c) => /^https:\/\/(finishing|hanging)\./.test(c.url)).length === 2);
+    let stopped = false;
+    const stopping = dispatcher.stop(100).then(() => (stopped = true));
+    calls.find((c) => c.url.startsWith("https://finishing."))!.answer(200);
+    await stopping;
+    expect(stopped).toBe(true);
+    expect(calls.find((c) => c.url.startsWith("https://hanging."))!.aborted).toBe(true);
+    expect(await deliveriesOf(finishing)).toMatchObject([{ state: "delivered", attempts: 1 }]);
+    // Released, not failed: no error recorded, no backoff, claimable by the next replica now.
+    expect(await deliveriesOf(hanging)).toEqual([{ subject: "b", state: "pending", attempts: 1, lease_until: null, last_error: "" }]);
+    const [sub] = await handle.db.select().from(schema.subscriptions).where(eq(schema.subscriptions.uid, hanging));
+    expect(sub!.lastError).toBe("");
+    const next = dispatcherWith(controlledFetch().fetch);
+    expect((await next.claim(16)).map((c) => c.subscription_uid)).toContain(hanging);
+  });
+});
