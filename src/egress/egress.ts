@@ -4,12 +4,15 @@ import { Agent, fetch as undiciFetch } from "undici";
 import { addressAllowed, addressRange } from "./address-policy.js";
 import { readBodyLimited } from "./body-limit.js";
 import { EgressError } from "./egress-error.js";
-import { pinnedConnector, systemResolve, type PinnedConnect, type Resolve } from "./pinned-connect.js";
+import { dnsResolver } from "./dns-resolve.js";
+import { pinnedConnector, type PinnedConnect, type Resolve } from "./pinned-connect.js";
 import { checkUrl, type CheckedUrl } from "./url-policy.js";
 
 export const DEFAULT_TIMEOUT_MS = 5_000;
 export const DEFAULT_MAX_BYTES = 256 * 1024;
 export const DEFAULT_MAX_IN_FLIGHT = 16;
+/** One for the process, so that every guard shares the answers being waited for. */
+const systemResolve = dnsResolver();
 
 /** Statuses whose Response may not carry a body. */
 const NULL_BODY_STATUSES = new Set([204, 205]);

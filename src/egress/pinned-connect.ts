@@ -1,12 +1,9 @@
 import type { LookupAddress } from "node:dns";
-import { lookup } from "node:dns/promises";
 import type { LookupFunction } from "node:net";
 import { buildConnector } from "undici";
 
-/** Resolves a host name to every address it has (node:dns `lookup` with `all: true` by default). */
+/** Resolves a host name to every address it has (dns-resolve.ts by default). */
 export type Resolve = (hostname: string) => Promise<readonly LookupAddress[]>;
-
-export const systemResolve: Resolve = (hostname) => lookup(hostname, { all: true, verbatim: true });
 
 /** undici's connect options for one request, with the addresses the guard checked for its host. */
 export interface PinnedTarget extends buildConnector.Options {

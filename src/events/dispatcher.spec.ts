@@ -107,7 +107,7 @@ describe("WebhookDispatcher", () => {
       await new Promise((r) => setTimeout(r, 50));
       expect(slowCalls()).toHaveLength(5);
       expect((await deliveriesOf(fast)).map((d) => d.state)).toEqual(["delivered"]);
-      expect((await deliveriesOf(slow)).filter((d) => d.state === "delivered").map((d) => d.subject)).toEqual(["s0"]);
+      expect((await deliveriesOf(slow)).filter((d) => d.state === "delivered")).toHaveLength(1);
     } finally {
       await dispatcher.stop(0);
     }

@@ -33,7 +33,7 @@ export interface DispatcherOptions {
 
 const MAX_BACKOFF_MS = 3_600_000;
 /** How many due deliveries a claim looks at to choose from, fairly across subscriptions. */
-const CLAIM_CANDIDATES = 256;
+const CLAIM_CANDIDATES = 64;
 /** The longest pause after failed rounds (the database unreachable). */
 const MAX_FAILURE_PAUSE_MS = 30_000;
 
@@ -89,8 +89,8 @@ export class WebhookDispatcher {
 
   constructor(private readonly opts: DispatcherOptions) {
     this.leaseMs = opts.leaseMs ?? 30_000;
-    this.maxInFlight = opts.maxInFlight ?? 16;
-    this.maxPerSubscription = opts.maxInFlightPerSubscription ?? 4;
+    this.maxInFlight = opts.maxInFlight ?? 32;
+    this.maxPerSubscription = opts.maxInFlightPerSubscription ?? 8;
     this.pollMs = opts.pollMs ?? 1000;
   }
 
@@ -175,8 +175,9 @@ export class WebhookDispatcher {
   }
 
   /**
-   * Claims due deliveries, at most `limit`, oldest first, and no more of one subscription than
-   * its share of the in-flight cap leaves (what this replica already sends for it counts).
+   * Claims due deliveries, at most `limit`, longest due first (the partial index's order, so a
+   * backlog is not sorted whole), and no more of one subscription than its share of the
+   * in-flight cap leaves (what this replica already sends for it counts).
    */
   async claim(limit: number): Promise<Claimed[]> {
     const now = this.opts.clock().toISOString();
@@ -206,22 +207,21 @@ export class WebhookDispatcher {
       UPDATE event_deliveries d
       SET lease_until = ${leaseUntil}, attempts = d.attempts + 1
       FROM (
-        SELECT c.id FROM event_deliveries c
-        WHERE ${due("c")} AND c.id IN (
-          SELECT ranked.id FROM (
-            SELECT q.id, q.subscription_uid,
-              row_number() OVER (PARTITION BY q.subscription_uid ORDER BY q.event_seq) AS nth
-            FROM (
-              SELECT q.id, q.subscription_uid, q.event_seq FROM event_deliveries q
-              WHERE ${due("q")}${full.length ? sql` AND q.subscription_uid NOT IN ${full}` : sql``}
-              ORDER BY q.event_seq
-              LIMIT ${CLAIM_CANDIDATES}
-            ) q
-          ) ranked
-          WHERE ranked.nth <= ${share})
-        ORDER BY c.event_seq
+        SELECT c.id FROM (
+          SELECT q.id, q.next_attempt_time,
+            row_number() OVER (PARTITION BY q.subscription_uid ORDER BY q.next_attempt_time) AS nth, q.subscription_uid
+          FROM (
+            SELECT q.id, q.subscription_uid, q.next_attempt_time FROM event_deliveries q
+            WHERE ${due("q")}${full.length ? sql` AND q.subscription_uid NOT IN ${full}` : sql``}
+            ORDER BY q.next_attempt_time
+            LIMIT ${CLAIM_CANDIDATES}
+          ) q
+        ) ranked
+        JOIN event_deliveries c ON c.id = ranked.id
+        WHERE ranked.nth <= ${share} AND ${due("c")}
+        ORDER BY ranked.next_attempt_time
         LIMIT ${limit}
-        FOR UPDATE SKIP LOCKED
+        FOR UPDATE OF c SKIP LOCKED
       ) picked, events e, subscriptions s
       WHERE d.id = picked.id AND e.uid = d.event_uid AND s.uid = d.subscription_uid
       RETURNING d.id, d.attempts, d.deadline, d.subscription_uid, s.sink, s.secret,
@@ -240,7 +240,9 @@ export class WebhookDispatcher {
         const left = (this.inFlightBySubscription.get(sub) ?? 1) - 1;
         if (left > 0) this.inFlightBySubscription.set(sub, left);
         else this.inFlightBySubscription.delete(sub);
-        if (this.running) this.notify();
+        // Claim again once a subscription's share of slots is free, not after every delivery: a
+        // claim per delivery cost many times the queries when deliveries fail fast.
+        if (this.running && this.maxInFlight - this.inFlight.size >= this.maxPerSubscription) this.notify();
       });
     this.inFlight.add(sending);
   }

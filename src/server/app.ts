@@ -28,6 +28,8 @@ import { corsHandler } from "./cors.js";
 
 /** Requests and messages over 1 MiB are refused on every protocol. */
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
+/** Webhook deliveries a replica sends at once (at most a quarter of them to one subscription). */
+const WEBHOOKS_IN_FLIGHT = 32;
 
 export interface AppOptions {
   logger: Logger;
@@ -96,7 +98,8 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   const jsonRenderer = createJsonRenderer(descriptors);
   // Webhooks go through an egress guard of their own: same rule, their own in-flight cap, so a slow
   // receiver cannot hold the requests sign-in needs.
-  const webhookEgress = new Egress({ allowInsecure: config.allowInsecureIssuers, timeoutMs: config.events.timeoutMs, maxBytes: 64 * 1024 });
+  // As many requests in flight as the dispatcher sends at once, so that none fails as "busy".
+  const webhookEgress = new Egress({ allowInsecure: config.allowInsecureIssuers, timeoutMs: config.events.timeoutMs, maxBytes: 64 * 1024, maxInFlight: WEBHOOKS_IN_FLIGHT });
   const eventHub = new EventHub({ db: database.db, onError: (e) => log.error({ err: e }, "reading new events failed; retrying") });
   eventHub.start();
   const ctx: ServiceContext = {
@@ -140,6 +143,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
 
   const dispatcher = new WebhookDispatcher({
     db: database.db,
+    maxInFlight: WEBHOOKS_IN_FLIGHT,
     fetch: webhookEgress.fetch,
     secrets,
     clock,
