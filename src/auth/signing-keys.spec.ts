@@ -1,19 +1,22 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openMigratedStore } from "../../test/support/fresh-store.js";
 import { SecretBox } from "../crypto/index.js";
-import { openDatabase, type DatabaseHandle } from "../db/index.js";
+import { type DatabaseHandle } from "../db/index.js";
 import { SigningKeys } from "./signing-keys.js";
 
 // Signing keys shared through the database (docs/design.md, "Tokens and access").
 
+let store: Awaited<ReturnType<typeof openMigratedStore>>;
 let handle: DatabaseHandle;
 const secrets = new SecretBox(Buffer.alloc(32, 3));
 const clock = () => new Date();
 
 beforeAll(async () => {
-  handle = await openDatabase({ pgliteDir: "memory://" });
+  store = await openMigratedStore("signing-keys");
+  handle = store.handle;
 });
 afterAll(async () => {
-  await handle?.close();
+  await store?.close();
 });
 
 describe("SigningKeys", () => {

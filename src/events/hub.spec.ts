@@ -1,17 +1,20 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openDatabase, type Database, type DatabaseHandle } from "../db/index.js";
+import { openMigratedStore } from "../../test/support/fresh-store.js";
+import { type Database, type DatabaseHandle } from "../db/index.js";
 import { EventHub, type LiveEvents } from "./hub.js";
 
 // The watchers' hub (docs/design.md, "Watching"): what it hands out when seqs become visible out of order.
 
+let store: Awaited<ReturnType<typeof openMigratedStore>>;
 let handle: DatabaseHandle;
 
 beforeAll(async () => {
-  handle = await openDatabase({ pgliteDir: "memory://" });
+  store = await openMigratedStore("hub");
+  handle = store.handle;
 });
 afterAll(async () => {
-  await handle?.close();
+  await store?.close();
 });
 
 /** An event row with the seq given, as if its transaction committed now. */

@@ -1,16 +1,15 @@
 import { eq, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createFreshDatabase, postgresAdminUrl, type FreshDatabase } from "../../test/support/database.js";
-import { postgresTemplate } from "../../test/support/store-templates.js";
-import { newRootUid, openDatabase, queryRows, schema, type DatabaseHandle } from "../db/index.js";
+import { openMigratedStore } from "../../test/support/fresh-store.js";
+import { newRootUid, queryRows, schema, type DatabaseHandle } from "../db/index.js";
 import { EventRecorder } from "./recorder.js";
 
 // The recorder writes an event and one delivery per matching subscription in the change's
 // transaction; a subscription deleted at the same moment must neither fail the change nor get one.
 
 const NOW = new Date("2030-06-01T00:00:00.000Z");
+let store: Awaited<ReturnType<typeof openMigratedStore>>;
 let handle: DatabaseHandle;
-let fresh: FreshDatabase | undefined;
 const recorder = new EventRecorder({
   source: "https://platform.test",
   clock: () => NOW,
@@ -23,13 +22,11 @@ const recorder = new EventRecorder({
 });
 
 beforeAll(async () => {
-  const admin = postgresAdminUrl();
-  fresh = admin ? await createFreshDatabase(admin, undefined, postgresTemplate()) : undefined;
-  handle = await openDatabase({ pgliteDir: "memory://", ...(fresh ? { databaseUrl: fresh.url } : {}) });
+  store = await openMigratedStore("recorder");
+  handle = store.handle;
 });
 afterAll(async () => {
-  await handle?.close();
-  await fresh?.drop();
+  await store?.close();
 });
 
 async function groupWithSubscriptions(): Promise<{ group: string; doomed: string; kept: string }> {

@@ -3,36 +3,34 @@ import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { eq, inArray } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createFreshDatabase, postgresAdminUrl, type FreshDatabase } from "../../test/support/database.js";
+import { openMigratedStore } from "../../test/support/fresh-store.js";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { SecretBox } from "../crypto/index.js";
-import { newChildUid, newRootUid, openDatabase, schema, type DatabaseHandle } from "../db/index.js";
+import { newChildUid, newRootUid, schema, type DatabaseHandle } from "../db/index.js";
 import { DEFAULT_PAGE_SIZE, ListEngine, MAX_PAGE_SIZE, type ExtraFilters, type ListParams, type ListSource } from "./list-engine.js";
 import { PAGE_TOKEN_LIFETIME_MS } from "./page-token.js";
 import type { UidpFilter } from "./scope.js";
 import type { ListVisibility } from "./visibility.js";
 
-// The List engine (docs/design.md, "Lists") against a real database: in-memory PGlite,
+// The List engine (docs/design.md, "Lists") against a real database: a copy of the migrated PGlite,
 // or a fresh PostgreSQL database when DATABASE_URL is set. Every test lists inside a scope
 // of its own (an organization, or uidp.ids), so tests do not see each other's rows.
 
 const T0 = new Date("2030-01-01T00:00:00.000Z");
 let now = T0.getTime();
 
+let store: Awaited<ReturnType<typeof openMigratedStore>>;
 let handle: DatabaseHandle;
-let fresh: FreshDatabase | undefined;
 let engine: ListEngine;
 const box = new SecretBox(randomBytes(32));
 
 beforeAll(async () => {
-  const admin = postgresAdminUrl();
-  fresh = admin ? await createFreshDatabase(admin) : undefined;
-  handle = await openDatabase({ pgliteDir: "memory://", ...(fresh ? { databaseUrl: fresh.url } : {}) });
+  store = await openMigratedStore("list-engine");
+  handle = store.handle;
   engine = await ListEngine.create(handle.db, box, () => new Date(now));
 });
 afterAll(async () => {
-  await handle?.close();
-  await fresh?.drop();
+  await store?.close();
 });
 
 const ALL: ListVisibility = { all: true };

@@ -3,19 +3,19 @@ import { FieldMaskSchema, timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createFreshDatabase, postgresAdminUrl, type FreshDatabase } from "../../test/support/database.js";
+import { openMigratedStore } from "../../test/support/fresh-store.js";
 import { BadRequestSchema, ResourceInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { GroupSchema, GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { createContextValues } from "@connectrpc/connect";
 import { toJson } from "@bufbuild/protobuf";
 import { principalKey } from "../auth/index.js";
 import { EventRecorder } from "../events/index.js";
-import { isForeignKeyViolation, newChildUid, newRootUid, openDatabase, schema, type DatabaseHandle } from "../db/index.js";
+import { isForeignKeyViolation, newChildUid, newRootUid, schema, type DatabaseHandle } from "../db/index.js";
 import { groupResource } from "./iam/groups.js";
 import { ResourceStore } from "./resource-store.js";
 import { toTimestamp } from "./timestamps.js";
 
-// ResourceStore (docs/design.md, "Writes") against a real database: in-memory PGlite, or a
+// ResourceStore (docs/design.md, "Writes") against a real database: a copy of the migrated PGlite, or a
 // fresh PostgreSQL database when DATABASE_URL is set.
 
 const T0 = new Date("2030-01-01T00:00:00.000Z");
@@ -27,20 +27,18 @@ const later = (ms: number) => new Date(T0.getTime() + ms);
 // through a real mapping (its beforeDelete is not used: delete takes its own hook here).
 const groupMapping = groupResource;
 
+let opened: Awaited<ReturnType<typeof openMigratedStore>>;
 let handle: DatabaseHandle;
-let fresh: FreshDatabase | undefined;
 let store: ResourceStore<typeof schema.groups, typeof GroupSchema>;
 const recorder = new EventRecorder({ source: "https://platform.test", clock, render: (desc, message) => toJson(desc, message), retryForMs: 86_400_000, announce: async () => {}, onError: (e) => { throw e; } });
 
 beforeAll(async () => {
-  const admin = postgresAdminUrl();
-  fresh = admin ? await createFreshDatabase(admin) : undefined;
-  handle = await openDatabase({ pgliteDir: "memory://", ...(fresh ? { databaseUrl: fresh.url } : {}) });
+  opened = await openMigratedStore("resource-store");
+  handle = opened.handle;
   store = new ResourceStore(handle.db, clock, groupMapping, recorder);
 });
 afterAll(async () => {
-  await handle?.close();
-  await fresh?.drop();
+  await opened?.close();
 });
 
 /** The call a change is made by: its method declares the event type; the actor is `actor-1`. */

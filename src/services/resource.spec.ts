@@ -8,10 +8,11 @@ import { create } from "@bufbuild/protobuf";
 import { is } from "drizzle-orm";
 import { getTableConfig, PgTable } from "drizzle-orm/pg-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openMigratedStore } from "../../test/support/fresh-store.js";
 import { GroupSchema, GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { TagSchema } from "../../gen/platform/registry/v2beta1/tags_pb.js";
 import { SecretBox } from "../crypto/index.js";
-import { openDatabase, schema, type DatabaseHandle } from "../db/index.js";
+import { schema, type DatabaseHandle } from "../db/index.js";
 import { ListEngine } from "../list/index.js";
 import type { ServiceContext } from "./context.js";
 import { API_SERVICES } from "./index.js";
@@ -24,11 +25,13 @@ const tableModules = await Promise.all(
     .map((f) => import(pathToFileURL(join(tablesDir, f)).href) as Promise<Record<string, unknown>>),
 );
 
+let store: Awaited<ReturnType<typeof openMigratedStore>>;
 let handle: DatabaseHandle;
 let ctx: ServiceContext;
 
 beforeAll(async () => {
-  handle = await openDatabase({ pgliteDir: "memory://" });
+  store = await openMigratedStore("resource");
+  handle = store.handle;
   const secrets = new SecretBox(Buffer.alloc(32, 7));
   const clock = () => new Date("2026-01-01T00:00:00Z");
   ctx = {
@@ -45,7 +48,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await handle?.close();
+  await store?.close();
 });
 
 describe("resource definitions", () => {

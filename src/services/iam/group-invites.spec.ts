@@ -1,30 +1,28 @@
 import { createHash } from "node:crypto";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createFreshDatabase, postgresAdminUrl, type FreshDatabase } from "../../../test/support/database.js";
-import { newChildUid, newRootUid, openDatabase, schema, type DatabaseHandle } from "../../db/index.js";
+import { openMigratedStore } from "../../../test/support/fresh-store.js";
+import { newChildUid, newRootUid, schema, type DatabaseHandle } from "../../db/index.js";
 import { findRedeemableInvite, markInviteRedeemed } from "./group-invites.js";
 
 // The redemption store the login flow uses, against a real database
-// (in-memory PGlite, or a fresh PostgreSQL database when DATABASE_URL is set).
+// (a copy of the migrated PGlite, or a fresh PostgreSQL database when DATABASE_URL is set).
 
 const T0 = new Date("2030-01-01T00:00:00.000Z");
 const HOUR = 3600_000;
 
+let store: Awaited<ReturnType<typeof openMigratedStore>>;
 let handle: DatabaseHandle;
-let fresh: FreshDatabase | undefined;
 let groupUid: string;
 
 beforeAll(async () => {
-  const admin = postgresAdminUrl();
-  fresh = admin ? await createFreshDatabase(admin) : undefined;
-  handle = await openDatabase({ pgliteDir: "memory://", ...(fresh ? { databaseUrl: fresh.url } : {}) });
+  store = await openMigratedStore("group-invites");
+  handle = store.handle;
   groupUid = newRootUid();
   await handle.db.insert(schema.groups).values({ uid: groupUid, name: "org", createTime: T0, updateTime: T0 });
 });
 afterAll(async () => {
-  await handle?.close();
-  await fresh?.drop();
+  await store?.close();
 });
 
 let n = 0;
