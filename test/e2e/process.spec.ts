@@ -1,6 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -70,9 +70,12 @@ async function until(check: () => boolean, ms: number): Promise<boolean> {
 }
 
 describe("npm start", () => {
-  it("runs node on the compiled server, and SIGTERM to npm drains and exits 0 with the port free", async () => {
+  it("runs node on the compiled server, which writes the admin token; SIGTERM to npm drains and exits 0 with the port free", async () => {
     const s = await npmStart();
     expect((await fetch(`http://127.0.0.1:${s.port}/readyz`)).status).toBe(200);
+    const token = (await readFile(join(dataDir, "admin-token"), "utf8")).trim();
+    const groups = await fetch(`http://127.0.0.1:${s.port}/iam/v2beta1/groups`, { headers: { authorization: `Bearer ${token}` } });
+    expect(groups.status).toBe(200);
     const pid = serverPid(s.npm);
     expect(pid).toBeDefined();
     s.npm.kill("SIGTERM");

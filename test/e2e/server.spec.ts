@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import http from "node:http";
 import http2 from "node:http2";
 import https from "node:https";
@@ -12,8 +12,6 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { sharedServer } from "../support/shared-server.js";
-import { withSystemTmpdir } from "../support/scratch.js";
-import { copyPgliteTemplate } from "../support/store-templates.js";
 
 describe("ops routes", () => {
   let server: TestServer;
@@ -115,43 +113,6 @@ describe("TLS with ALPN", () => {
       expect(session.alpnProtocol).toBe("h2");
     } finally {
       session.close();
-    }
-  });
-});
-
-describe("npm start", () => {
-  it("serves, writes the admin token, and exits 0 on SIGTERM", async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), "platform-start-"));
-    // A migrated store (test/support/store-templates.ts): process.spec.ts starts one from nothing.
-    await copyPgliteTemplate(join(dataDir, "pglite"), "migrated");
-    const child = spawn(process.execPath, ["--import", "tsx", "src/server/main.ts"], {
-      env: withSystemTmpdir({ ...process.env, PORT: "0", PLATFORM_DATA_DIR: dataDir, LOG_LEVEL: "info", DATABASE_URL: "" }),
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    try {
-      const port = await new Promise<number>((resolve, reject) => {
-        let out = "";
-        const timer = setTimeout(() => reject(new Error(`server did not start: ${out}`)), 30_000);
-        child.stdout.on("data", (c: Buffer) => {
-          out += c.toString();
-          const m = /"port":(\d+)/.exec(out);
-          if (m) {
-            clearTimeout(timer);
-            resolve(Number(m[1]));
-          }
-        });
-        child.once("exit", (code) => reject(new Error(`exited ${code}: ${out}`)));
-      });
-      expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
-      const token = (await readFile(join(dataDir, "admin-token"), "utf8")).trim();
-      const res = await fetch(`http://127.0.0.1:${port}/iam/v2beta1/groups`, { headers: { authorization: `Bearer ${token}` } });
-      expect(res.status).toBe(200);
-      const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-      child.kill("SIGTERM");
-      expect(await exited).toBe(0);
-    } finally {
-      child.kill("SIGKILL");
-      await rm(dataDir, { recursive: true, force: true });
     }
   });
 });
