@@ -91,7 +91,9 @@ async function send(
   ctx.http.previous = request;
   const blame = previous ? `\n  (the request before it on this connection: ${previous})` : "";
   try {
-    const res = await fetch(url, { ...init, dispatcher: ctx.http.dispatcher, signal: AbortSignal.timeout(ctx.timeoutMs) });
+    // The server's answer is what is judged: a redirect (login errors go back to the CLI's
+    // loopback callback) is not followed to an address nobody listens on.
+    const res = await fetch(url, { ...init, redirect: "manual", dispatcher: ctx.http.dispatcher, signal: AbortSignal.timeout(ctx.timeoutMs) });
     return { status: res.status, text: await res.text(), headers: res.headers as unknown as Headers };
   } catch (e) {
     const err = e as Error & { cause?: unknown };
