@@ -1,6 +1,6 @@
 // Vitest global setup for test/support/shared-server.ts and the store templates
 // (store-templates.ts). The shared servers live until their worker ends and
-// nobody calls their stop(), so this names their stores, and the templates, with
+// nobody calls their stop(), so this names their stores, and the PostgreSQL template, with
 // a prefix of this run's own (other runs may share the PostgreSQL server) and
 // removes whatever carries it once the run is over. It also gives the run a
 // scratch directory of its own (on tmpfs where there is room) as TMPDIR.
@@ -44,7 +44,7 @@ export default async function setup(): Promise<() => Promise<void>> {
     await removeScratch().catch((error: unknown) => failures.push(error));
     if (failures.length) throw new AggregateError(failures, `the run's teardown left databases or files named ${prefix}_… behind`);
   };
-  // The templates carry the prefix too, so the same teardown removes them, even half made.
+  // The PostgreSQL template carries the prefix too, so the same teardown drops it, even half made.
   try {
     await makeStoreTemplates(prefix, postgresAdminUrl());
   } catch (error) {
