@@ -32,6 +32,8 @@ export interface DispatcherOptions {
 }
 
 const MAX_BACKOFF_MS = 3_600_000;
+/** How long stop() still waits, after cutting deliveries off, for their claims to be released. */
+const STOP_SETTLE_MS = 1000;
 /** How many due deliveries a claim looks at to choose from, fairly across subscriptions. */
 const CLAIM_CANDIDATES = 64;
 /** The longest pause after failed rounds (the database unreachable). */
@@ -119,18 +121,25 @@ export class WebhookDispatcher {
     this.retries.clear();
     this.notify();
     await this.loop;
+    if (!this.inFlight.size) return;
     const cutOff = setTimeout(() => this.stopping.abort(), graceMs);
-    await Promise.all(this.inFlight);
+    // After the cut-off, a release or settle still waiting on an unreachable database is not
+    // waited for past a second more: closing the database ends it.
+    let giveUp: NodeJS.Timeout | undefined;
+    const patience = new Promise<void>((resolve) => (giveUp = setTimeout(resolve, graceMs + STOP_SETTLE_MS)));
+    await Promise.race([Promise.all(this.inFlight), patience]);
     clearTimeout(cutOff);
+    clearTimeout(giveUp);
   }
 
   private async run(): Promise<void> {
     let failures = 0;
     while (this.running) {
       const free = this.maxInFlight - this.inFlight.size;
+      let claimed = 0;
       if (free > 0) {
         try {
-          await this.claimAndSend(free);
+          claimed = await this.claimAndSend(free);
           failures = 0;
         } catch (e) {
           failures++;
@@ -145,13 +154,16 @@ export class WebhookDispatcher {
         await this.sleep(Math.min(this.pollMs * 2 ** failures, MAX_FAILURE_PAUSE_MS), false);
         continue;
       }
-      if (this.woken) {
+      // A claim that found deliveries and left slots free may have stopped at subscriptions'
+      // shares (the candidates it ranks can all be one backlog's): look again at once, without
+      // the subscriptions now at their cap. A claim that found nothing ends the round.
+      if (this.woken || (claimed > 0 && this.inFlight.size < this.maxInFlight)) {
         this.woken = false;
         continue;
       }
-      // Whether or not more are due, the next claim waits for a reason to expect a different
-      // answer: an event, a delivery that ends (a free slot, a subscription under its share), a
-      // short retry coming due, or the next poll.
+      // The next claim waits for a reason to expect a different answer: an event, deliveries
+      // that end (free slots, a subscription under its share), a short retry coming due, or the
+      // next poll.
       await this.sleep(this.pollMs, true);
     }
   }
@@ -169,9 +181,11 @@ export class WebhookDispatcher {
     this.woken = false;
   }
 
-  /** Claims up to `free` due deliveries and starts sending them. */
-  private async claimAndSend(free: number): Promise<void> {
-    for (const c of await this.claim(free)) this.send(c);
+  /** Claims up to `free` due deliveries and starts sending them; returns how many it claimed. */
+  private async claimAndSend(free: number): Promise<number> {
+    const claimed = await this.claim(free);
+    for (const c of claimed) this.send(c);
+    return claimed.length;
   }
 
   /**
@@ -240,9 +254,10 @@ export class WebhookDispatcher {
         const left = (this.inFlightBySubscription.get(sub) ?? 1) - 1;
         if (left > 0) this.inFlightBySubscription.set(sub, left);
         else this.inFlightBySubscription.delete(sub);
-        // Claim again once a subscription's share of slots is free, not after every delivery: a
-        // claim per delivery cost many times the queries when deliveries fail fast.
-        if (this.running && this.maxInFlight - this.inFlight.size >= this.maxPerSubscription) this.notify();
+        // With most slots taken, claim again once a subscription's share of them is free rather
+        // than after every delivery: when deliveries fail fast, a claim each cost many times the
+        // queries. (With fewer in flight than that, every delivery that ends wakes the loop.)
+        if (this.running && this.maxInFlight - this.inFlight.size >= Math.min(this.maxPerSubscription, this.maxInFlight)) this.notify();
       });
     this.inFlight.add(sending);
   }

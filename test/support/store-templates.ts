@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
-import { cp, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
 import postgres from "postgres";
@@ -41,48 +41,69 @@ export async function makeStoreTemplates(prefix: string, adminUrl: string | unde
  * from what they are made of (PGlite's version, the migrations, the built-in roles, this file):
  * making them took each PGlite run two seconds before any test could start. A template older
  * than the code would still be a right place to start, as every open applies the migrations it
- * lacks and rewrites the built-in roles; the name only decides when a run makes new ones.
+ * lacks and rewrites the built-in roles; the name only decides when a run makes new ones. Sets
+ * unused for a week are removed; another checkout's set, in use, is left alone.
  */
 async function pgliteTemplates(): Promise<string> {
-  const cache = join(systemTmpdir(), "platform-test-templates");
+  // One per user: another user's directory would not be ours to write, nor to trust.
+  const cache = join(systemTmpdir(), `platform-test-templates-${process.getuid?.() ?? "user"}`);
   const key = await templateKey();
   const root = join(cache, key);
-  if (existsSync(join(root, COMPLETE))) return root;
-  await mkdir(cache, { recursive: true });
-  // Made aside and renamed into place, so that a run never copies a half-made template.
+  const complete = join(root, COMPLETE);
+  if (existsSync(complete)) {
+    const now = new Date();
+    await utimes(complete, now, now);
+    return root;
+  }
+  await mkdir(cache, { recursive: true, mode: 0o700 });
+  // Made aside and renamed into place, so that a run never copies a half-made set.
   const building = await mkdtemp(join(cache, "building-"));
   try {
     await makePgliteTemplates(building);
     await writeFile(join(building, COMPLETE), "");
-    await rename(building, root).catch(async (e: NodeJS.ErrnoException) => {
-      // Another run made the same ones meanwhile.
-      if (e.code !== "ENOTEMPTY" && e.code !== "EEXIST") throw e;
-    });
-  } finally {
+  } catch (e) {
     await rm(building, { recursive: true, force: true });
+    throw e;
   }
-  // Older templates, and what a killed run left half made an hour ago or more.
+  let made = root;
+  try {
+    await rename(building, root);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "ENOTEMPTY" && (e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    // Another run made the same set meanwhile; unless it is not whole yet, this run uses its own.
+    if (existsSync(complete)) await rm(building, { recursive: true, force: true });
+    else made = building;
+  }
+  await removeStale(cache, key);
+  return made;
+}
+
+/** Sets not used for a week, and what a killed run left half made a day ago or more. */
+async function removeStale(cache: string, key: string): Promise<void> {
   for (const name of await readdir(cache)) {
     if (name === key) continue;
     const path = join(cache, name);
-    if (!name.startsWith("building-") || Date.now() - (await stat(path)).mtimeMs > 3_600_000) await rm(path, { recursive: true, force: true });
+    const used = await stat(name.startsWith("building-") ? path : join(path, COMPLETE)).catch(() => undefined);
+    const maxAge = name.startsWith("building-") ? 86_400_000 : 7 * 86_400_000;
+    if (!used || Date.now() - used.mtimeMs > maxAge) await rm(path, { recursive: true, force: true });
   }
-  return root;
 }
 
 /** A name for the templates that changes with anything they are made of. */
 async function templateKey(): Promise<string> {
   const hash = createHash("sha256");
   hash.update(`pglite ${await pgliteVersion()}\n`);
-  const migrations = fileURLToPath(new URL("../../src/db/migrations", import.meta.url));
+  const repo = fileURLToPath(new URL("../../", import.meta.url));
+  const migrations = join(repo, "src/db/migrations");
   const files = [
     ...(await readdir(migrations, { recursive: true })).sort().map((f) => join(migrations, f)),
-    fileURLToPath(new URL("../../src/authz/capabilities.ts", import.meta.url)),
-    fileURLToPath(new URL("../../src/db/built-in-roles.ts", import.meta.url)),
+    join(repo, "src/authz/capabilities.ts"),
+    join(repo, "src/db/built-in-roles.ts"),
     fileURLToPath(import.meta.url),
   ];
+  // Paths relative to the checkout: two checkouts of the same code share one set.
   for (const file of files) {
-    if ((await stat(file)).isFile()) hash.update(`${file}\n`).update(await readFile(file));
+    if ((await stat(file)).isFile()) hash.update(`${relative(repo, file)}\n`).update(await readFile(file));
   }
   return hash.digest("hex").slice(0, 16);
 }
