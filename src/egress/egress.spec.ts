@@ -229,6 +229,22 @@ describe("Egress: connects to the address it checked", () => {
 });
 
 describe("Egress: bounded", () => {
+  it("fails a request whose signal has already aborted, and the lookup it started cannot become an unhandled rejection", async () => {
+    let failLookup!: (e: Error) => void;
+    const egress = guard({ resolve: () => new Promise((_, reject) => (failLookup = reject)) });
+    const unhandled: unknown[] = [];
+    const onUnhandled = (e: unknown) => unhandled.push(e);
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      await expect(egress.fetch("https://late.example/", { signal: AbortSignal.abort() })).rejects.toBeInstanceOf(EgressError);
+      failLookup(new Error("the name server answered after all"));
+      await new Promise((r) => setTimeout(r, 20));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+    }
+  });
+
   const big = "x".repeat(300 * 1024);
   let server: LocalServer;
   let hits: Record<string, number>;

@@ -50,7 +50,11 @@ export type EgressFetch = (url: string | URL, init?: EgressRequestInit) => Promi
 
 /** Resolves when `work` does, or rejects with the abort reason as soon as `signal` aborts. */
 function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
+  if (signal.aborted) {
+    // Nobody waits for `work` any more: its failure must not become an unhandled rejection.
+    work.catch(() => {});
+    return Promise.reject(signal.reason);
+  }
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
     signal.addEventListener("abort", onAbort, { once: true });
