@@ -67,8 +67,8 @@ interface Claimed extends EventRow {
  * leaves a lease that runs out, and the delivery is sent again. A delivery
  * waits while an earlier event about the same subject is still pending for
  * its subscription, so each receiver sees a subject's events in order.
- * Deliveries run side by side up to a cap, and a slot that frees is filled at
- * once: a slow sink holds its own deliveries, never another subscription's.
+ * Deliveries run side by side up to a cap, with a smaller cap per subscription:
+ * a slow sink holds at most its subscription's share of the slots.
  */
 export class WebhookDispatcher {
   private readonly leaseMs: number;
