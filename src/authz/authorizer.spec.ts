@@ -14,6 +14,7 @@ describe("Authorizer", () => {
     const authorizer = new Authorizer({
       db: untouchable,
       grants: new GrantsCache(() => Promise.reject(new Error("grants loaded")), () => new Date()),
+      clearGrantsAfterWrites: true,
       registryAudience: "http://api/registry",
       orgCreation: "people",
     });

@@ -47,6 +47,13 @@ export type OrgCreationPolicy = "people" | "admins" | "anyone";
 export interface AuthorizationOptions {
   db: Database;
   grants: GrantsCache;
+  /**
+   * Clear the grants cache after every write this replica serves. Needed where the database's
+   * NOTIFY reaches this replica after the write's response (PostgreSQL: another connection); not
+   * where it is delivered before the commit resolves (PGlite, in-process), where clearing after
+   * every write only made the next request read its grants again (docs/design.md, "Tokens and access").
+   */
+  clearGrantsAfterWrites: boolean;
   /** Tokens for this audience may call only the registry domain. */
   registryAudience: string;
   orgCreation: OrgCreationPolicy;
@@ -146,7 +153,7 @@ export class Authorizer {
         throw permissionDenied(`${call.method.name} declares an unknown scope`);
     }
     call.values.set(grantsKey, grants);
-    if (decl.scope === Authorization_Scope.LIST || decl.capability.endsWith(".list")) return invoke();
+    if (!opts.clearGrantsAfterWrites || decl.scope === Authorization_Scope.LIST || decl.capability.endsWith(".list")) return invoke();
     // A write may have changed grants: clear this replica's cache once it is
     // committed (other replicas hear of it through NOTIFY).
     try {

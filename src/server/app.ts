@@ -176,7 +176,13 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     {
       tokens,
       audiences: [urls.baseUrl, urls.registryAudience],
-      authorizer: new Authorizer({ db: database.db, grants: grantsCache, registryAudience: urls.registryAudience, orgCreation: config.orgCreation }),
+      authorizer: new Authorizer({
+        db: database.db,
+        grants: grantsCache,
+        clearGrantsAfterWrites: database.kind === "postgres",
+        registryAudience: urls.registryAudience,
+        orgCreation: config.orgCreation,
+      }),
       serviceDomain: urls.serviceDomain,
       onInternalError: (cause) => log.error({ err: cause }, "internal error"),
       afterWrite: () => ctx.events.announce(),

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import { existsSync } from "node:fs";
-import { cp, mkdir, mkdtemp, readdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
+import { cpSync, existsSync } from "node:fs";
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -129,7 +129,7 @@ async function makePgliteTemplates(root: string): Promise<void> {
     await initialized.exec(statement);
   }
   await initialized.close();
-  await cp(empty, migrated, { recursive: true });
+  cpSync(empty, migrated, { recursive: true });
   await (await openDatabase({ pgliteDir: migrated })).close();
 }
 
@@ -155,7 +155,9 @@ async function makePostgresTemplate(prefix: string, adminUrl: string): Promise<v
  */
 export async function copyPgliteTemplate(dir: string, kind: "migrated" | "empty"): Promise<void> {
   const template = process.env[kind === "migrated" ? PGLITE_MIGRATED : PGLITE_EMPTY];
-  if (template) await cp(template, dir, { recursive: true });
+  // Synchronous: Node 20's promise cp walks the 500 files of a cluster with a callback per step,
+  // 190 ms a copy here against 27 ms for cpSync (and more while the other worker is busy).
+  if (template) cpSync(template, dir, { recursive: true });
 }
 
 /** The migrated PostgreSQL database to copy new test databases from, if the global setup made one. */
