@@ -3,6 +3,7 @@ import { DrizzleQueryError, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/pglite";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { initializedPgliteDir } from "../../test/support/fresh-store.js";
 import { serializeError, type SerializedError } from "./error-serializer.js";
 import { createLogger } from "./logger.js";
 
@@ -39,11 +40,14 @@ function expectNoSecret(out: SerializedError): void {
 
 describe("serializeError", () => {
   let client: PGlite;
-  beforeAll(() => {
-    client = new PGlite();
+  let store: Awaited<ReturnType<typeof initializedPgliteDir>>;
+  beforeAll(async () => {
+    store = await initializedPgliteDir("platform-error-serializer");
+    client = new PGlite(store.dir);
   });
   afterAll(async () => {
-    await client.close();
+    await client?.close();
+    await store?.remove();
   });
 
   it("a real DrizzleQueryError (PGlite): keeps class, SQLSTATE, query text and frames; drops params, detail and quoted values", async () => {
