@@ -12,38 +12,43 @@ import { startTestServer, type TestServer } from "../support/server.js";
 // Allowed by PLATFORM_CORS_ORIGINS it reads the answers; not allowed, its
 // fetch fails as browsers fail cross-origin calls (a TypeError).
 
+/** A page with nothing on it, on a loopback port of its own (an origin); the calls run from page scripts. */
+interface Site {
+  server: http.Server;
+  origin: string;
+}
 
-let site: http.Server;
-let siteOrigin: string;
+/** The app's origin, which the server allows. */
+let site: Site;
+/** Another origin, which the server does not allow. */
+let otherSite: Site;
 let browser: Browser;
-/** Allows the site's origin. */
-let allowing: TestServer;
-/** Allows some other origin only. */
-let refusing: TestServer;
+/** Allows the site's origin (and one more), not the other site's. */
+let server: TestServer;
 let group: string;
-let otherGroup: string;
 
-beforeAll(async () => {
-  // The app's origin: a page with nothing on it; the calls run from page scripts.
-  site = http.createServer((_req, res) => {
+async function startSite(): Promise<Site> {
+  const server = http.createServer((_req, res) => {
     res.writeHead(200, { "content-type": "text/html; charset=utf-8" });
     res.end("<!doctype html><title>app</title><p>app");
   });
-  await new Promise<void>((resolve) => site.listen(0, "127.0.0.1", resolve));
-  siteOrigin = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
-  [allowing, refusing, browser] = await Promise.all([
-    startTestServer({ PLATFORM_CORS_ORIGINS: `https://elsewhere.example.com,${siteOrigin}` }),
-    startTestServer({ PLATFORM_CORS_ORIGINS: "https://elsewhere.example.com" }),
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { server, origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+beforeAll(async () => {
+  [site, otherSite] = await Promise.all([startSite(), startSite()]);
+  [server, browser] = await Promise.all([
+    startTestServer({ PLATFORM_CORS_ORIGINS: `https://elsewhere.example.com,${site.origin}` }),
     launchChromium(),
   ]);
-  group = uidOf(await createGroup(restClient(allowing.url, allowing.token), "browser-cors"));
-  otherGroup = uidOf(await createGroup(restClient(refusing.url, refusing.token), "browser-cors"));
+  group = uidOf(await createGroup(restClient(server.url, server.token), "browser-cors"));
 });
 
 afterAll(async () => {
   await browser?.close();
-  await Promise.all([allowing?.stop(), refusing?.stop()]);
-  await new Promise((resolve) => site?.close(resolve));
+  await server?.stop();
+  for (const s of [site, otherSite]) if (s) await new Promise((resolve) => s.server.close(resolve));
 });
 
 interface Outcome {
@@ -66,10 +71,10 @@ function callFrom(page: Page, url: string, init: { method: string; headers: Reco
   }, { url, init });
 }
 
-async function openSite(): Promise<Page> {
+async function openSite(at: Site): Promise<Page> {
   const page = await browser.newPage();
-  await page.goto(`${siteOrigin}/`);
-  expect(await page.evaluate("location.origin")).toBe(siteOrigin);
+  await page.goto(`${at.origin}/`);
+  expect(await page.evaluate("location.origin")).toBe(at.origin);
   return page;
 }
 
@@ -85,23 +90,23 @@ const restGetGroup = (target: TestServer, uid: string) => ({
 
 describe("a page on another origin", () => {
   it("calls Connect and REST on a server that allows its origin", async () => {
-    const page = await openSite();
+    const page = await openSite(site);
     try {
-      const connect = await callFrom(page, connectGetGroup(allowing, group).url, connectGetGroup(allowing, group).init);
+      const connect = await callFrom(page, connectGetGroup(server, group).url, connectGetGroup(server, group).init);
       expect(connect, JSON.stringify(connect)).toMatchObject({ ok: true, status: 200, body: { uid: group, name: "browser-cors" } });
 
-      const rest = await callFrom(page, restGetGroup(allowing, group).url, restGetGroup(allowing, group).init);
+      const rest = await callFrom(page, restGetGroup(server, group).url, restGetGroup(server, group).init);
       // Readable, with the request id the script sent echoed and exposed.
       expect(rest, JSON.stringify(rest)).toMatchObject({ ok: true, status: 200, body: { uid: group }, requestId: "from-the-browser" });
 
       // A PATCH (preflighted for its method) works too, and an error's body is readable.
-      const patch = await callFrom(page, `${allowing.url}/iam/v2beta1/groups/${group}`, {
+      const patch = await callFrom(page, `${server.url}/iam/v2beta1/groups/${group}`, {
         method: "PATCH",
-        headers: { authorization: `Bearer ${allowing.token}`, "content-type": "application/json" },
+        headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json" },
         body: JSON.stringify({ description: "from a browser" }),
       });
       expect(patch, JSON.stringify(patch)).toMatchObject({ ok: true, status: 200, body: { description: "from a browser" } });
-      const denied = await callFrom(page, `${allowing.url}/iam/v2beta1/groups/${group}`, { method: "GET", headers: { authorization: "Bearer not-a-token" } });
+      const denied = await callFrom(page, `${server.url}/iam/v2beta1/groups/${group}`, { method: "GET", headers: { authorization: "Bearer not-a-token" } });
       expect(denied, JSON.stringify(denied)).toMatchObject({ ok: true, status: 401, body: { code: 16 } });
     } finally {
       await page.close();
@@ -109,11 +114,11 @@ describe("a page on another origin", () => {
   });
 
   it("cannot call a server that does not allow its origin", async () => {
-    const page = await openSite();
+    const page = await openSite(otherSite);
     const logged: string[] = [];
     page.on("console", (message) => logged.push(message.text()));
     try {
-      for (const call of [connectGetGroup(refusing, otherGroup), restGetGroup(refusing, otherGroup)]) {
+      for (const call of [connectGetGroup(server, group), restGetGroup(server, group)]) {
         const outcome = await callFrom(page, call.url, call.init);
         expect(outcome.ok, JSON.stringify(outcome)).toBe(false);
         expect(outcome.error).toMatch(/^TypeError/);
