@@ -12,7 +12,7 @@ const secrets = new SecretBox(Buffer.alloc(32, 3));
 const clock = () => new Date();
 
 beforeAll(async () => {
-  store = await openMigratedStore("signing-keys");
+  store = await openMigratedStore();
   handle = store.handle;
 });
 afterAll(async () => {

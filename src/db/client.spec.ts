@@ -1,5 +1,7 @@
+import { PGlite } from "@electric-sql/pglite";
 import { describe, expect, it } from "vitest";
-import { reconnectDelaySeconds } from "./client.js";
+import { initializedPgliteDir } from "../../test/support/fresh-store.js";
+import { openDatabase, reconnectDelaySeconds } from "./client.js";
 
 describe("reconnectDelaySeconds (postgres.js backoff)", () => {
   it("starts short, grows, and never exceeds two seconds, however many attempts failed", () => {
@@ -11,6 +13,32 @@ describe("reconnectDelaySeconds (postgres.js backoff)", () => {
         expect(d).toBeGreaterThanOrEqual(0.5);
         expect(d).toBeLessThanOrEqual(2);
       }
+    }
+  });
+});
+
+describe("openDatabase on a PGlite the caller opened", () => {
+  it("migrates it and writes the built-in roles; close() leaves it open and stops the handle's listeners", async () => {
+    const store = await initializedPgliteDir("platform-client");
+    const pglite = new PGlite(store.dir);
+    try {
+      const handle = await openDatabase({ pgliteDir: "memory://", pglite });
+      expect(handle.kind).toBe("pglite");
+      expect(handle.builtInRoles.written).toContain("owner");
+      const heard: string[] = [];
+      await handle.listen("platform_test", (payload) => heard.push(payload), () => {});
+      await pglite.query("select pg_notify('platform_test', 'before')");
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      expect(heard).toEqual(["before"]);
+
+      await handle.close();
+      expect((await pglite.query<{ n: number }>("select count(*)::int as n from roles where parent_uid is null")).rows[0]?.n).toBeGreaterThan(0);
+      await pglite.query("select pg_notify('platform_test', 'after')");
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      expect(heard).toEqual(["before"]);
+    } finally {
+      await pglite.close();
+      await store.remove();
     }
   });
 });

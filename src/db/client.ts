@@ -40,6 +40,12 @@ export interface DatabaseOptions {
   databaseUrl?: string;
   /** PGlite data directory; `memory://` keeps everything in memory. */
   pgliteDir: string;
+  /**
+   * An open PGlite to use instead of opening `pgliteDir`; `close()` leaves it open. For a process
+   * that starts and stops applications many times, as the test suite does: a PGlite start costs
+   * far more than an application's (docs/design.md, "Storage").
+   */
+  pglite?: PGlite;
   /** Told of every query the application runs (not migrations): metrics. */
   observeQuery?: QueryObserver;
 }
@@ -90,13 +96,14 @@ export async function openDatabase(opts: DatabaseOptions): Promise<DatabaseHandl
       close: () => client.end({ timeout: 0 }),
     };
   }
-  if (!opts.pgliteDir.startsWith("memory://")) mkdirSync(opts.pgliteDir, { recursive: true });
-  const client = new PGlite(opts.pgliteDir);
+  if (!opts.pglite && !opts.pgliteDir.startsWith("memory://")) mkdirSync(opts.pgliteDir, { recursive: true });
+  const client = opts.pglite ?? new PGlite(opts.pgliteDir);
   await keepBuiltInTypeParsers(client);
   const migrator = drizzlePglite(client, { schema });
   await migratePglite(migrator, { migrationsFolder });
   const builtInRoles = await syncBuiltInRoles(migrator);
   const db = drizzlePglite(opts.observeQuery ? observedPglite(client, opts.observeQuery) : client, { schema }) as unknown as Database;
+  const listening = new Set<() => Promise<void>>();
   return {
     db,
     kind: "pglite",
@@ -105,10 +112,19 @@ export async function openDatabase(opts: DatabaseOptions): Promise<DatabaseHandl
     // In-process: a notification is delivered before the committing query resolves.
     listen: async (channel, onNotify, onListening) => {
       const unlisten = await client.listen(channel, onNotify);
+      listening.add(unlisten);
       onListening();
-      return unlisten;
+      return async () => {
+        listening.delete(unlisten);
+        await unlisten();
+      };
     },
-    close: () => client.close(),
+    close: async () => {
+      if (!opts.pglite) return client.close();
+      // A PGlite that stays open hears nothing more for this handle's listeners.
+      for (const unlisten of [...listening]) await unlisten();
+      listening.clear();
+    },
   };
 }
 

@@ -17,7 +17,7 @@ let store: Awaited<ReturnType<typeof openMigratedStore>>;
 let handle: DatabaseHandle;
 
 beforeAll(async () => {
-  store = await openMigratedStore("dispatcher");
+  store = await openMigratedStore();
   handle = store.handle;
 });
 afterAll(async () => {

@@ -10,7 +10,7 @@ let store: Awaited<ReturnType<typeof openMigratedStore>>;
 let handle: DatabaseHandle;
 
 beforeAll(async () => {
-  store = await openMigratedStore("hub");
+  store = await openMigratedStore();
   handle = store.handle;
 });
 afterAll(async () => {

@@ -22,7 +22,7 @@ const recorder = new EventRecorder({
 });
 
 beforeAll(async () => {
-  store = await openMigratedStore("recorder");
+  store = await openMigratedStore();
   handle = store.handle;
 });
 afterAll(async () => {

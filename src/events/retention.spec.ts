@@ -13,7 +13,7 @@ const NOW = new Date("2030-06-01T00:00:00.000Z");
 const DAY = 86_400_000;
 
 beforeAll(async () => {
-  store = await openMigratedStore("retention");
+  store = await openMigratedStore();
   handle = store.handle;
 });
 afterAll(async () => {

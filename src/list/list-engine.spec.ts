@@ -25,7 +25,7 @@ let engine: ListEngine;
 const box = new SecretBox(randomBytes(32));
 
 beforeAll(async () => {
-  store = await openMigratedStore("list-engine");
+  store = await openMigratedStore();
   handle = store.handle;
   engine = await ListEngine.create(handle.db, box, () => new Date(now));
 });

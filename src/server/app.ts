@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ConnectRouter } from "@connectrpc/connect";
+import type { PGlite } from "@electric-sql/pglite";
 import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { OidcIssuers, SigningKeys, TokenService, bootstrapAdminToken, writeAdminToken, type MintedToken } from "../auth/index.js";
@@ -37,6 +38,8 @@ export interface AppOptions {
   clock?: () => Date;
   /** How often (real milliseconds) the admin-token file is checked for renewal; default one minute. */
   adminTokenCheckMs?: number;
+  /** An open PGlite to use as the store instead of the data directory's, left open at close (DatabaseOptions.pglite). */
+  pglite?: PGlite;
 }
 
 export interface App {
@@ -71,7 +74,12 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   master.key.fill(0);
   if (master.file?.created) log.info({ path: master.file.path }, "master key created: back it up, the database's secrets cannot be read without it");
   const metrics = new Metrics();
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, pgliteDir: join(config.dataDir, "pglite"), observeQuery: metrics.queryObserver() });
+  const database = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    pgliteDir: join(config.dataDir, "pglite"),
+    pglite: opts.pglite,
+    observeQuery: metrics.queryObserver(),
+  });
   metrics.databasePool(database.kind === "postgres" ? POSTGRES_POOL_SIZE : 1);
   // Opening the database wrote the built-in roles from the catalogue (docs/design.md, "Built-in roles").
   const roleSync = database.builtInRoles;

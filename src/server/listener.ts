@@ -66,6 +66,10 @@ export async function bind(opts: ListenOptions): Promise<Listener> {
   let draining = false;
   let stopH1Timers = () => {};
   const idleWaiters: (() => void)[] = [];
+  // Dropped at close: Node (20) does not clear a destroyed HTTP/2 session's idle timer, which
+  // keeps the session, its server and so this handler (and all it reaches: the application, its
+  // store) alive until the timer fires, idleMs later (docs/design.md, "Protocols and the one port").
+  let served: RequestHandler | undefined;
 
   // Tracked here because the HTTP servers never listen themselves, so their
   // own connection tracking (closeAllConnections) never starts.
@@ -86,6 +90,7 @@ export async function bind(opts: ListenOptions): Promise<Listener> {
   return {
     port: address.port,
     serve(inner) {
+      served = inner;
       // Counting requests ourselves: the HTTP servers never listen (sockets
       // are handed to them), so their close() cannot wait for in-flight work.
       const handler: RequestHandler = (req, res) => {
@@ -99,7 +104,8 @@ export async function bind(opts: ListenOptions): Promise<Listener> {
           if (draining) res.setHeader("connection", "close");
           else closeIfAnsweredEarly(req as http.IncomingMessage, res as http.ServerResponse);
         }
-        inner(req, res);
+        if (served) served(req, res);
+        else res.destroy();
       };
       const { headersMs, requestMs, idleMs } = opts.timeouts;
       const h1 = http.createServer(
@@ -160,6 +166,7 @@ export async function bind(opts: ListenOptions): Promise<Listener> {
       for (const s of sessions) s.destroy();
       for (const s of sockets) s.destroy();
       stopH1Timers();
+      served = undefined;
       await closed;
     },
   };

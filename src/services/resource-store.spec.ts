@@ -33,7 +33,7 @@ let store: ResourceStore<typeof schema.groups, typeof GroupSchema>;
 const recorder = new EventRecorder({ source: "https://platform.test", clock, render: (desc, message) => toJson(desc, message), retryForMs: 86_400_000, announce: async () => {}, onError: (e) => { throw e; } });
 
 beforeAll(async () => {
-  opened = await openMigratedStore("resource-store");
+  opened = await openMigratedStore();
   handle = opened.handle;
   store = new ResourceStore(handle.db, clock, groupMapping, recorder);
 });

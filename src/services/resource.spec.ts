@@ -30,7 +30,7 @@ let handle: DatabaseHandle;
 let ctx: ServiceContext;
 
 beforeAll(async () => {
-  store = await openMigratedStore("resource");
+  store = await openMigratedStore();
   handle = store.handle;
   const secrets = new SecretBox(Buffer.alloc(32, 7));
   const clock = () => new Date("2026-01-01T00:00:00Z");

@@ -84,6 +84,8 @@ describe("connection timeouts", () => {
         const req = session.request({ ":path": "/healthz" });
         req.on("response", (h) => resolve(Number(h[":status"])));
         req.on("error", reject);
+        // Read to the end: an unread stream stays open after close(), and with it the session.
+        req.resume();
         req.end();
       });
       expect(status).toBe(200);

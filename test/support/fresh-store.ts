@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterEach, beforeEach } from "vitest";
 import { openDatabase, type DatabaseHandle } from "../../src/db/index.js";
 import { createFreshDatabase, postgresAdminUrl, type FreshDatabase } from "./database.js";
+import { takePgliteStore } from "./pglite-pool.js";
 import { copyPgliteTemplate, postgresTemplate } from "./store-templates.js";
 
 /**
@@ -38,22 +39,21 @@ export function freshStorePerTest(prefix: string): { readonly dir: string; reado
 }
 
 /**
- * A migrated store opened for a unit test, on the back-end of the run: a copy of the migrated
- * PGlite template (a tenth of the CPU of a new in-memory cluster), or a PostgreSQL database made
- * from the migrated template when DATABASE_URL is set. `close` closes and removes it.
+ * A migrated store with no rows but the built-in roles, opened for a unit test on the back-end of
+ * the run: a pooled PGlite store (pglite-pool.ts), or a PostgreSQL database made from the
+ * migrated template when DATABASE_URL is set. `close` closes it and gives it back or drops it.
  */
-export async function openMigratedStore(prefix: string): Promise<{ handle: DatabaseHandle; close: () => Promise<void> }> {
+export async function openMigratedStore(): Promise<{ handle: DatabaseHandle; close: () => Promise<void> }> {
   const admin = postgresAdminUrl();
   const fresh = admin ? await createFreshDatabase(admin, undefined, postgresTemplate()) : undefined;
-  const dir = fresh ? "" : await mkdtemp(join(tmpdir(), `${prefix}-`));
-  if (dir) await copyPgliteTemplate(join(dir, "pglite"), "migrated");
-  const handle = await openDatabase(fresh ? { pgliteDir: "memory://", databaseUrl: fresh.url } : { pgliteDir: join(dir, "pglite") });
+  const pooled = fresh ? undefined : await takePgliteStore();
+  const handle = await openDatabase(fresh ? { pgliteDir: "memory://", databaseUrl: fresh.url } : { pgliteDir: "memory://", pglite: pooled!.pglite });
   return {
     handle,
     close: async () => {
       await handle.close();
+      pooled?.release();
       await fresh?.drop();
-      if (dir) await rm(dir, { recursive: true, force: true });
     },
   };
 }

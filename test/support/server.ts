@@ -7,6 +7,7 @@ import { loadConfig, type Config } from "../../src/server/config.js";
 import { startApp, type App } from "../../src/server/app.js";
 import { TestClock } from "./clock.js";
 import { createFreshDatabase, postgresAdminUrl } from "./database.js";
+import { takePgliteStore } from "./pglite-pool.js";
 import { copyPgliteTemplate, postgresTemplate } from "./store-templates.js";
 
 export interface TestServer {
@@ -55,12 +56,21 @@ export async function startTestServer(
     ...(fresh ? { DATABASE_URL: fresh.url } : {}),
     ...env,
   };
-  // A data directory the test gives starts migrated as well, unless it already holds a store (a restart).
+  // On PGlite a server whose store nobody else opens (no data directory from the test, not the
+  // shared server) starts on a pooled store (pglite-pool.ts). A data directory the test gives
+  // starts migrated as well, unless it already holds a store (a restart).
+  const pooled = !settings.DATABASE_URL && env["PLATFORM_DATA_DIR"] === undefined && !opts.storePrefix ? await takePgliteStore() : undefined;
   const pgliteDir = join(settings.PLATFORM_DATA_DIR, "pglite");
-  if (!settings.DATABASE_URL && !existsSync(pgliteDir)) await copyPgliteTemplate(pgliteDir, "migrated");
+  if (!pooled && !settings.DATABASE_URL && !existsSync(pgliteDir)) await copyPgliteTemplate(pgliteDir, "migrated");
   const config: Config = loadConfig(settings);
   const logger = opts.logger ?? pino({ level: "silent" });
-  const app = await startApp(config, { logger, clock: clock.now, adminTokenCheckMs: opts.adminTokenCheckMs });
+  let app: App;
+  try {
+    app = await startApp(config, { logger, clock: clock.now, adminTokenCheckMs: opts.adminTokenCheckMs, pglite: pooled?.pglite });
+  } catch (error) {
+    pooled?.release();
+    throw error;
+  }
   const replicas: App[] = [];
   const server: TestServer = {
     app,
@@ -84,6 +94,7 @@ export async function startTestServer(
     async stop() {
       for (const r of replicas.splice(0)) await r.close();
       await app.close();
+      pooled?.release();
       await fresh?.drop();
       await rm(dataDir, { recursive: true, force: true });
     },

@@ -16,7 +16,7 @@ let handle: DatabaseHandle;
 let groupUid: string;
 
 beforeAll(async () => {
-  store = await openMigratedStore("group-invites");
+  store = await openMigratedStore();
   handle = store.handle;
   groupUid = newRootUid();
   await handle.db.insert(schema.groups).values({ uid: groupUid, name: "org", createTime: T0, updateTime: T0 });
