@@ -1,6 +1,5 @@
-import { PGlite } from "@electric-sql/pglite";
 import { describe, expect, it } from "vitest";
-import { initializedPgliteDir } from "../../test/support/fresh-store.js";
+import { takePgliteStore } from "../../test/support/pglite-pool.js";
 import { openDatabase, reconnectDelaySeconds } from "./client.js";
 
 describe("reconnectDelaySeconds (postgres.js backoff)", () => {
@@ -19,8 +18,9 @@ describe("reconnectDelaySeconds (postgres.js backoff)", () => {
 
 describe("openDatabase on a PGlite the caller opened", () => {
   it("migrates it and writes the built-in roles; close() leaves it open and stops the handle's listeners", async () => {
-    const store = await initializedPgliteDir("platform-client");
-    const pglite = new PGlite(store.dir);
+    // An emptied store from the tests' pool (test/support/pglite-pool.ts): open, with no roles.
+    const store = await takePgliteStore();
+    const pglite = store.pglite;
     try {
       const handle = await openDatabase({ pgliteDir: "memory://", pglite });
       expect(handle.kind).toBe("pglite");
@@ -37,8 +37,7 @@ describe("openDatabase on a PGlite the caller opened", () => {
       await new Promise((resolve) => setTimeout(resolve, 0));
       expect(heard).toEqual(["before"]);
     } finally {
-      await pglite.close();
-      await store.remove();
+      store.release();
     }
   });
 });

@@ -34,14 +34,14 @@ async function empty(pglite: PGlite): Promise<void> {
 export async function takePgliteStore(): Promise<{ pglite: PGlite; release: () => void }> {
   const idle = (slot[POOL] ??= []);
   let pglite = idle.pop();
-  if (pglite) {
-    await empty(pglite);
-  } else {
+  if (!pglite) {
     const dir = join(await mkdtemp(join(tmpdir(), "platform-pooled-")), "pglite");
     await copyPgliteTemplate(dir, "migrated");
     pglite = new PGlite(dir);
     await pglite.waitReady;
   }
+  // A new copy too, so that every store handed out is alike: the template holds the built-in roles.
+  await empty(pglite);
   const taken = pglite;
   let released = false;
   return {
