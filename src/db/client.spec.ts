@@ -40,4 +40,13 @@ describe("openDatabase on a PGlite the caller opened", () => {
       store.release();
     }
   });
+
+  it("refuses a PGlite given with a PostgreSQL URL", async () => {
+    const store = await takePgliteStore();
+    try {
+      await expect(openDatabase({ databaseUrl: "postgres://127.0.0.1:1/none", pgliteDir: "memory://", pglite: store.pglite })).rejects.toThrow(/one or the other/);
+    } finally {
+      store.release();
+    }
+  });
 });

@@ -41,9 +41,10 @@ export interface DatabaseOptions {
   /** PGlite data directory; `memory://` keeps everything in memory. */
   pgliteDir: string;
   /**
-   * An open PGlite to use instead of opening `pgliteDir`; `close()` leaves it open. For a process
-   * that starts and stops applications many times, as the test suite does: a PGlite start costs
-   * far more than an application's (docs/design.md, "Storage").
+   * An open PGlite to use instead of opening `pgliteDir`; `close()` leaves it open. It is migrated
+   * and its result parsers are cut down as any store's (pglite-parsers.ts). For a process that
+   * starts and stops applications many times, as the test suite does: a PGlite start costs far
+   * more than an application's (docs/design.md, "Storage"). Not with `databaseUrl`.
    */
   pglite?: PGlite;
   /** Told of every query the application runs (not migrations): metrics. */
@@ -75,6 +76,7 @@ const MIGRATION_LOCK_ID = 7_201_304_981;
  * docs/design.md, "Built-in roles"), and returns a handle.
  */
 export async function openDatabase(opts: DatabaseOptions): Promise<DatabaseHandle> {
+  if (opts.databaseUrl && opts.pglite) throw new Error("openDatabase: a PGlite was given with a PostgreSQL URL; give one or the other");
   if (opts.databaseUrl) {
     const builtInRoles = await migratePostgresLocked(opts.databaseUrl);
     const client = postgres(opts.databaseUrl, { max: POSTGRES_POOL_SIZE, backoff: reconnectDelaySeconds, onnotice: () => {} });
