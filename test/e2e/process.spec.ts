@@ -4,6 +4,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { copyPgliteTemplate } from "../support/store-templates.js";
 
 // `npm start` as an operator runs it: compiled JavaScript under plain node,
 // stopped by a signal to the process they started.
@@ -15,6 +16,9 @@ beforeAll(async () => {
   // npm ci builds dist/ (prepare); build it here when it is missing.
   if (!existsSync(ENTRY)) execFileSync("npm", ["run", "--silent", "build"], { stdio: "inherit" });
   dataDir = await mkdtemp(join(tmpdir(), "platform-process-"));
+  // A migrated store (test/support/store-templates.ts): what is under test is the process, and a
+  // store made from nothing (initdb, every migration) cost the first start 1.7 core-seconds.
+  await copyPgliteTemplate(join(dataDir, "pglite"), "migrated");
 }, 120_000);
 afterAll(async () => {
   await rm(dataDir, { recursive: true, force: true });
