@@ -1,20 +1,21 @@
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { COMPILED_SERVER, ensureCompiledServer } from "../support/compiled-server.js";
 import { copyPgliteTemplate } from "../support/store-templates.js";
 
 // `npm start` as an operator runs it: compiled JavaScript under plain node,
 // stopped by a signal to the process they started.
 
-const ENTRY = "dist/src/server/main.js";
+const ENTRY = COMPILED_SERVER;
 let dataDir: string;
 
 beforeAll(async () => {
-  // npm ci builds dist/ (prepare); build it here when it is missing.
-  if (!existsSync(ENTRY)) execFileSync("npm", ["run", "--silent", "build"], { stdio: "inherit" });
+  // npm ci builds dist/ (prepare); built again here when it is missing or older than the sources.
+  ensureCompiledServer();
   dataDir = await mkdtemp(join(tmpdir(), "platform-process-"));
   // A migrated store (test/support/store-templates.ts): what is under test is the process, and a
   // store made from nothing (initdb, every migration) cost the first start 1.7 core-seconds.
