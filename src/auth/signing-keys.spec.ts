@@ -1,23 +1,15 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openMigratedStore } from "../../test/support/fresh-store.js";
+import { describe, expect, it } from "vitest";
+import { migratedStorePerFile } from "../../test/support/fresh-store.js";
 import { SecretBox } from "../crypto/index.js";
 import { type DatabaseHandle } from "../db/index.js";
 import { SigningKeys } from "./signing-keys.js";
 
 // Signing keys shared through the database (docs/design.md, "Tokens and access").
 
-let store: Awaited<ReturnType<typeof openMigratedStore>>;
 let handle: DatabaseHandle;
+migratedStorePerFile((h) => (handle = h));
 const secrets = new SecretBox(Buffer.alloc(32, 3));
 const clock = () => new Date();
-
-beforeAll(async () => {
-  store = await openMigratedStore();
-  handle = store.handle;
-});
-afterAll(async () => {
-  await store?.close();
-});
 
 describe("SigningKeys", () => {
   it("gives a replica's first concurrent verifications the key another replica made, not a refusal", async () => {

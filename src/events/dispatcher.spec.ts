@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { eq, inArray, sql } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openMigratedStore } from "../../test/support/fresh-store.js";
+import { describe, expect, it } from "vitest";
+import { migratedStorePerFile } from "../../test/support/fresh-store.js";
 import { SecretBox } from "../crypto/index.js";
 import { newRootUid, queryRows, schema, type DatabaseHandle } from "../db/index.js";
 import type { EgressFetch, EgressRequestInit } from "../egress/index.js";
@@ -13,16 +13,8 @@ import { subscriptionSecretContext, WebhookDispatcher } from "./dispatcher.js";
 
 const NOW = new Date("2030-06-01T00:00:00.000Z");
 const secrets = new SecretBox(randomBytes(32));
-let store: Awaited<ReturnType<typeof openMigratedStore>>;
 let handle: DatabaseHandle;
-
-beforeAll(async () => {
-  store = await openMigratedStore();
-  handle = store.handle;
-});
-afterAll(async () => {
-  await store?.close();
-});
+migratedStorePerFile((h) => (handle = h));
 
 /** A subscription to `sink` in a new group, and one pending delivery per subject, due `dueMs` ago (all due now by default). */
 async function subscriptionWithDeliveries(sink: string, subjects: string[], dueMs: (i: number) => number = () => 0): Promise<string> {

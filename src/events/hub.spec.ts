@@ -1,21 +1,13 @@
 import { sql } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openMigratedStore } from "../../test/support/fresh-store.js";
+import { describe, expect, it } from "vitest";
+import { migratedStorePerFile } from "../../test/support/fresh-store.js";
 import { type Database, type DatabaseHandle } from "../db/index.js";
 import { EventHub, type LiveEvents } from "./hub.js";
 
 // The watchers' hub (docs/design.md, "Watching"): what it hands out when seqs become visible out of order.
 
-let store: Awaited<ReturnType<typeof openMigratedStore>>;
 let handle: DatabaseHandle;
-
-beforeAll(async () => {
-  store = await openMigratedStore();
-  handle = store.handle;
-});
-afterAll(async () => {
-  await store?.close();
-});
+migratedStorePerFile((h) => (handle = h));
 
 /** An event row with the seq given, as if its transaction committed now. */
 async function commit(seq: number): Promise<void> {

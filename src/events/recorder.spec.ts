@@ -1,6 +1,6 @@
 import { eq, sql } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openMigratedStore } from "../../test/support/fresh-store.js";
+import { describe, expect, it } from "vitest";
+import { migratedStorePerFile } from "../../test/support/fresh-store.js";
 import { newRootUid, queryRows, schema, type DatabaseHandle } from "../db/index.js";
 import { EventRecorder } from "./recorder.js";
 
@@ -8,8 +8,8 @@ import { EventRecorder } from "./recorder.js";
 // transaction; a subscription deleted at the same moment must neither fail the change nor get one.
 
 const NOW = new Date("2030-06-01T00:00:00.000Z");
-let store: Awaited<ReturnType<typeof openMigratedStore>>;
 let handle: DatabaseHandle;
+migratedStorePerFile((h) => (handle = h));
 const recorder = new EventRecorder({
   source: "https://platform.test",
   clock: () => NOW,
@@ -19,14 +19,6 @@ const recorder = new EventRecorder({
   onError: (e) => {
     throw e;
   },
-});
-
-beforeAll(async () => {
-  store = await openMigratedStore();
-  handle = store.handle;
-});
-afterAll(async () => {
-  await store?.close();
 });
 
 async function groupWithSubscriptions(): Promise<{ group: string; doomed: string; kept: string }> {

@@ -1,24 +1,16 @@
 import { eq, sql } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openMigratedStore } from "../../test/support/fresh-store.js";
+import { describe, expect, it } from "vitest";
+import { migratedStorePerFile } from "../../test/support/fresh-store.js";
 import { newRootUid, queryRows, schema, type Database, type DatabaseHandle } from "../db/index.js";
 import { EventRetention } from "./retention.js";
 
 // Retention (PLATFORM_EVENT_RETENTION): old events go, with their finished deliveries; an event
 // still pending delivery stays.
 
-let store: Awaited<ReturnType<typeof openMigratedStore>>;
 let handle: DatabaseHandle;
+migratedStorePerFile((h) => (handle = h));
 const NOW = new Date("2030-06-01T00:00:00.000Z");
 const DAY = 86_400_000;
-
-beforeAll(async () => {
-  store = await openMigratedStore();
-  handle = store.handle;
-});
-afterAll(async () => {
-  await store?.close();
-});
 
 async function event(uid: string, ageDays: number): Promise<number> {
   const [row] = await handle.db

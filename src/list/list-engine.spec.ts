@@ -2,8 +2,8 @@ import { randomBytes } from "node:crypto";
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { eq, inArray } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openMigratedStore } from "../../test/support/fresh-store.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { migratedStorePerFile } from "../../test/support/fresh-store.js";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { SecretBox } from "../crypto/index.js";
 import { newChildUid, newRootUid, schema, type DatabaseHandle } from "../db/index.js";
@@ -19,18 +19,13 @@ import type { ListVisibility } from "./visibility.js";
 const T0 = new Date("2030-01-01T00:00:00.000Z");
 let now = T0.getTime();
 
-let store: Awaited<ReturnType<typeof openMigratedStore>>;
 let handle: DatabaseHandle;
+migratedStorePerFile((h) => (handle = h));
 let engine: ListEngine;
 const box = new SecretBox(randomBytes(32));
 
 beforeAll(async () => {
-  store = await openMigratedStore();
-  handle = store.handle;
   engine = await ListEngine.create(handle.db, box, () => new Date(now));
-});
-afterAll(async () => {
-  await store?.close();
 });
 
 const ALL: ListVisibility = { all: true };

@@ -2,8 +2,8 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { FieldMaskSchema, timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { eq } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openMigratedStore } from "../../test/support/fresh-store.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { migratedStorePerFile } from "../../test/support/fresh-store.js";
 import { BadRequestSchema, ResourceInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { GroupSchema, GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { createContextValues } from "@connectrpc/connect";
@@ -27,18 +27,13 @@ const later = (ms: number) => new Date(T0.getTime() + ms);
 // through a real mapping (its beforeDelete is not used: delete takes its own hook here).
 const groupMapping = groupResource;
 
-let opened: Awaited<ReturnType<typeof openMigratedStore>>;
 let handle: DatabaseHandle;
+migratedStorePerFile((h) => (handle = h));
 let store: ResourceStore<typeof schema.groups, typeof GroupSchema>;
 const recorder = new EventRecorder({ source: "https://platform.test", clock, render: (desc, message) => toJson(desc, message), retryForMs: 86_400_000, announce: async () => {}, onError: (e) => { throw e; } });
 
 beforeAll(async () => {
-  opened = await openMigratedStore();
-  handle = opened.handle;
   store = new ResourceStore(handle.db, clock, groupMapping, recorder);
-});
-afterAll(async () => {
-  await opened?.close();
 });
 
 /** The call a change is made by: its method declares the event type; the actor is `actor-1`. */

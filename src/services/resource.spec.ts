@@ -7,8 +7,8 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { create } from "@bufbuild/protobuf";
 import { is } from "drizzle-orm";
 import { getTableConfig, PgTable } from "drizzle-orm/pg-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openMigratedStore } from "../../test/support/fresh-store.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { migratedStorePerFile } from "../../test/support/fresh-store.js";
 import { GroupSchema, GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { TagSchema } from "../../gen/platform/registry/v2beta1/tags_pb.js";
 import { SecretBox } from "../crypto/index.js";
@@ -25,13 +25,11 @@ const tableModules = await Promise.all(
     .map((f) => import(pathToFileURL(join(tablesDir, f)).href) as Promise<Record<string, unknown>>),
 );
 
-let store: Awaited<ReturnType<typeof openMigratedStore>>;
 let handle: DatabaseHandle;
+migratedStorePerFile((h) => (handle = h));
 let ctx: ServiceContext;
 
 beforeAll(async () => {
-  store = await openMigratedStore();
-  handle = store.handle;
   const secrets = new SecretBox(Buffer.alloc(32, 7));
   const clock = () => new Date("2026-01-01T00:00:00Z");
   ctx = {
@@ -45,10 +43,6 @@ beforeAll(async () => {
   };
   // Building every service defines every resource, as the server does at start.
   for (const s of API_SERVICES) s.implement(ctx);
-});
-
-afterAll(async () => {
-  await store?.close();
 });
 
 describe("resource definitions", () => {

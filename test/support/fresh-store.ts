@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, beforeEach } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
 import { openDatabase, type DatabaseHandle } from "../../src/db/index.js";
 import { createFreshDatabase, postgresAdminUrl, type FreshDatabase } from "./database.js";
 import { takePgliteStore } from "./pglite-pool.js";
@@ -56,6 +56,21 @@ export async function openMigratedStore(): Promise<{ handle: DatabaseHandle; clo
       await fresh?.drop();
     },
   };
+}
+
+/**
+ * openMigratedStore for one spec file: opens it before the file's own beforeAll hooks run (hooks
+ * run in the order registered) and hands `use` its handle; closes it after the file's afterAll.
+ */
+export function migratedStorePerFile(use: (handle: DatabaseHandle) => void): void {
+  let store: Awaited<ReturnType<typeof openMigratedStore>> | undefined;
+  beforeAll(async () => {
+    store = await openMigratedStore();
+    use(store.handle);
+  });
+  afterAll(async () => {
+    await store?.close();
+  });
 }
 
 /**

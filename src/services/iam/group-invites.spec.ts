@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { eq } from "drizzle-orm";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openMigratedStore } from "../../../test/support/fresh-store.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { migratedStorePerFile } from "../../../test/support/fresh-store.js";
 import { newChildUid, newRootUid, schema, type DatabaseHandle } from "../../db/index.js";
 import { findRedeemableInvite, markInviteRedeemed } from "./group-invites.js";
 
@@ -11,18 +11,13 @@ import { findRedeemableInvite, markInviteRedeemed } from "./group-invites.js";
 const T0 = new Date("2030-01-01T00:00:00.000Z");
 const HOUR = 3600_000;
 
-let store: Awaited<ReturnType<typeof openMigratedStore>>;
 let handle: DatabaseHandle;
+migratedStorePerFile((h) => (handle = h));
 let groupUid: string;
 
 beforeAll(async () => {
-  store = await openMigratedStore();
-  handle = store.handle;
   groupUid = newRootUid();
   await handle.db.insert(schema.groups).values({ uid: groupUid, name: "org", createTime: T0, updateTime: T0 });
-});
-afterAll(async () => {
-  await store?.close();
 });
 
 let n = 0;
