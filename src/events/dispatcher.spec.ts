@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { eq, inArray, sql } from "drizzle-orm";
+import { eq, inArray, sql, TransactionRollbackError } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { migratedStorePerFile } from "../../test/support/fresh-store.js";
 import { SecretBox } from "../crypto/index.js";
@@ -127,4 +127,44 @@ describe("WebhookDispatcher", () => {
     const next = dispatcherWith(controlledFetch().fetch);
     expect((await next.claim(16)).map((c) => c.subscription_uid)).toEqual([hanging]);
   });
+
+  it("checks each candidate's order (an earlier pending event about its subject) by index lookup, not by reading its subscription's backlog", async () => {
+    // A table never analyzed, as a new store's is (and PGlite's always is: it has no autovacuum).
+    // Written as NOT EXISTS, the check became an anti-join that read every pending row (all 200
+    // here) per claim on PGlite, and per candidate on PostgreSQL.
+    const backlog = await subscriptionWithDeliveries("https://backlog.example/hook", Array.from({ length: 200 }, (_, i) => `s${i}`));
+    const statement = dispatcherWith(controlledFetch().fetch).claimStatement(16);
+    let plan: unknown;
+    // EXPLAIN ANALYZE runs the claim: roll it back.
+    await handle.db
+      .transaction(async (tx) => {
+        plan = (await queryRows<{ "QUERY PLAN": unknown }>(tx, sql`EXPLAIN (ANALYZE, FORMAT JSON) ${statement}`))[0]!["QUERY PLAN"];
+        tx.rollback();
+      })
+      .catch((e: unknown) => {
+        if (!(e instanceof TransactionRollbackError)) throw e;
+      });
+    const checks = planNodes(plan).filter((n) => /^p(_\d+)?$/.test(String(n["Alias"])));
+    // Both places the check is made (ranking the candidates, and again where they are locked):
+    // a lookup by subscription, state and subject that reads one row per candidate.
+    expect(checks).toHaveLength(2);
+    for (const check of checks) {
+      expect(check["Actual Loops"]).toBeGreaterThan(0);
+      expect(String(check["Index Cond"])).toMatch(/subscription_uid = .*state = 'pending'.*subject = /);
+      expect(check["Actual Rows"]).toBeLessThanOrEqual(1);
+    }
+    await handle.db.delete(schema.subscriptions).where(eq(schema.subscriptions.uid, backlog));
+  });
 });
+
+/** Every node of an EXPLAIN (FORMAT JSON) answer. */
+function planNodes(explained: unknown): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  const walk = (node: Record<string, unknown>) => {
+    out.push(node);
+    for (const child of (node["Plans"] as Record<string, unknown>[] | undefined) ?? []) walk(child);
+  };
+  const doc = (typeof explained === "string" ? JSON.parse(explained) : explained) as { Plan: Record<string, unknown> }[];
+  for (const d of doc) walk(d.Plan);
+  return out;
+}

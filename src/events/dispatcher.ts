@@ -1,4 +1,4 @@
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import { Webhook } from "standardwebhooks";
 import type { SecretBox } from "../crypto/index.js";
 import { queryRows, type Database } from "../db/index.js";
@@ -194,6 +194,11 @@ export class WebhookDispatcher {
    * in-flight cap leaves (what this replica already sends for it counts).
    */
   async claim(limit: number): Promise<Claimed[]> {
+    return queryRows<Claimed & Record<string, unknown>>(this.opts.db, this.claimStatement(limit));
+  }
+
+  /** The claim's statement (its test reads the plan). */
+  claimStatement(limit: number): SQL {
     const now = this.opts.clock().toISOString();
     const leaseUntil = new Date(this.opts.clock().getTime() + this.leaseMs).toISOString();
     // What may be claimed; checked again where the rows are locked, on their newest versions, so
@@ -202,10 +207,10 @@ export class WebhookDispatcher {
       const a = sql.raw(alias);
       return sql`${a}.state = 'pending' AND ${a}.next_attempt_time <= ${now}
         AND (${a}.lease_until IS NULL OR ${a}.lease_until < ${now})
-        AND NOT EXISTS (
-          SELECT 1 FROM event_deliveries p
-          WHERE p.state = 'pending' AND p.subscription_uid = ${a}.subscription_uid
-            AND p.subject = ${a}.subject AND p.event_seq < ${a}.event_seq)`;
+        AND ${a}.event_seq = (
+          SELECT p.event_seq FROM event_deliveries p
+          WHERE p.state = 'pending' AND p.subscription_uid = ${a}.subscription_uid AND p.subject = ${a}.subject
+          ORDER BY p.event_seq LIMIT 1)`;
     };
     const busy = [...this.inFlightBySubscription];
     const full = busy.filter(([, n]) => n >= this.maxPerSubscription).map(([uid]) => uid);
@@ -215,9 +220,7 @@ export class WebhookDispatcher {
           sql` `,
         )} ELSE ${this.maxPerSubscription}::int END`
       : sql`${this.maxPerSubscription}::int`;
-    return queryRows<Claimed & Record<string, unknown>>(
-      this.opts.db,
-      sql`
+    return sql`
       UPDATE event_deliveries d
       SET lease_until = ${leaseUntil}, attempts = d.attempts + 1
       FROM (
@@ -239,8 +242,7 @@ export class WebhookDispatcher {
       ) picked, events e, subscriptions s
       WHERE d.id = picked.id AND e.uid = d.event_uid AND s.uid = d.subscription_uid
       RETURNING d.id, d.attempts, d.deadline, d.subscription_uid, s.sink, s.secret,
-        e.uid, e.type, e.source, e.subject, e.actor, e.parent_uid, e.time, e.data`,
-    );
+        e.uid, e.type, e.source, e.subject, e.actor, e.parent_uid, e.time, e.data`;
   }
 
   /** Sends one claimed delivery in the background, counted in flight until it is settled. */

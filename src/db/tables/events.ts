@@ -59,8 +59,10 @@ export const eventDeliveries = pgTable(
   },
   (t) => [
     index("event_deliveries_due_idx").on(t.nextAttemptTime).where(sql`state = 'pending'`),
-    index("event_deliveries_order_idx").on(t.subscriptionUid, t.subject, t.eventSeq).where(sql`state = 'pending'`),
-    index("event_deliveries_subscription_idx").on(t.subscriptionUid, t.state),
+    // One index for a subscription's counts (by state) and for the claim's order check (an earlier
+    // pending event about the same subject): as two, a fresh table's planner took the counts index
+    // for the check and read every pending row of the subscription per candidate.
+    index("event_deliveries_subscription_state_idx").on(t.subscriptionUid, t.state, t.subject, t.eventSeq),
     index("event_deliveries_event_idx").on(t.eventUid),
   ],
 );
