@@ -47,8 +47,9 @@ function trickle(bytes: string, everyMs: number): Promise<{ sent: number; elapse
   });
 }
 
-describe("connection timeouts", () => {
-  it("disconnects an HTTP/1.1 client that sends its headers a byte at a time", async () => {
+// Concurrent: each test holds its own sockets and spends its time waiting for a timeout.
+describe.concurrent("connection timeouts", () => {
+  it("disconnects an HTTP/1.1 client that sends its headers a byte at a time", async ({ expect }) => {
     const request = `GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ${"a".repeat(200)}\r\n\r\n`;
     const result = await trickle(request, 100);
     expect(result.sent).toBeLessThan(request.length);
@@ -57,15 +58,14 @@ describe("connection timeouts", () => {
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
   });
 
-  it("disconnects a client that never says whether it speaks HTTP/1.1 or HTTP/2", async () => {
-    const silent = await trickle("", 100);
+  it("disconnects a client that never says whether it speaks HTTP/1.1 or HTTP/2", async ({ expect }) => {
+    // Silent, and a partial HTTP/2 preface, which keeps the sniffer waiting for more: neither waits forever.
+    const [silent, partial] = await Promise.all([trickle("", 100), trickle("PRI * HTTP/2.0\r\n\r\nSM\r\n", 1_000_000)]);
     expect(silent.elapsedMs).toBeLessThan(5_000);
-    // A partial HTTP/2 preface keeps the sniffer waiting for more; it does not wait forever.
-    const partial = await trickle("PRI * HTTP/2.0\r\n\r\nSM\r\n", 1_000_000);
     expect(partial.elapsedMs).toBeLessThan(5_000);
   });
 
-  it("closes an idle HTTP/2 session", async () => {
+  it("closes an idle HTTP/2 session", async ({ expect }) => {
     const session = http2.connect(server.url);
     const started = performance.now();
     const closed = new Promise<number>((resolve) => session.on("close", () => resolve(performance.now() - started)));
@@ -76,7 +76,7 @@ describe("connection timeouts", () => {
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
   });
 
-  it("still serves ordinary HTTP/1.1 and HTTP/2 requests", async () => {
+  it("still serves ordinary HTTP/1.1 and HTTP/2 requests", async ({ expect }) => {
     expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
     const session = http2.connect(server.url);
     try {

@@ -66,118 +66,123 @@ async function spawnServer(env: NodeJS.ProcessEnv): Promise<{ child: ChildProces
   return { child, url: `http://127.0.0.1:${port}`, exited };
 }
 
-describe("a server killed between commit and delivery", () => {
-  it("delivers the event after it is restarted: nothing is lost", async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), "platform-kill-"));
-    const admin = postgresAdminUrl();
-    // Migrated stores (test/support/store-templates.ts): what is under test is the restart.
-    const fresh: FreshDatabase | undefined = admin ? await createFreshDatabase(admin, undefined, postgresTemplate()) : undefined;
-    if (!fresh) await copyPgliteTemplate(join(dataDir, "pglite"), "migrated");
-    cleanups.push(async () => {
-      await fresh?.drop();
-      await rm(dataDir, { recursive: true, force: true });
-    });
-    const env: NodeJS.ProcessEnv = {
-      ...process.env,
-      PORT: "0",
-      HOST: "127.0.0.1",
-      PLATFORM_DATA_DIR: dataDir,
-      PLATFORM_ALLOW_INSECURE_ISSUERS: "true",
-      // A claim's lease is 2 × 500 ms + 1 s: the restarted server takes the delivery over after it.
-      PLATFORM_WEBHOOK_TIMEOUT_MS: "500",
-      PLATFORM_WEBHOOK_BACKOFF_MS: "50",
-      LOG_LEVEL: "info",
-    };
-    if (fresh) env["DATABASE_URL"] = fresh.url;
-    else delete env["DATABASE_URL"];
-    const hook = await receiver();
-    // The first POST is never answered: the delivery is in flight when the server dies.
-    hook.answer = (_r, n) => (n === 1 ? "hang" : 200);
-
-    const first = await spawnServer(env);
-    cleanups.push(async () => void first.child.kill("SIGKILL"));
-    const token = (await readFile(join(dataDir, "admin-token"), "utf8")).trim();
-    let call = restClient(first.url, token);
-    const org = uidOf(await createGroup(call, "killed"));
-    await ok(call("POST", `/events/v2beta1/subscriptions/${org}`, { sink: hook.url, types: ["platform.registry."] }));
-    const repo = await ok(call("POST", `/registry/v2beta1/repos/${org}`, { name: "survivor" }));
-    await hook.until((all) => all.length === 1);
-    first.child.kill("SIGKILL");
-    await first.exited;
-
-    // The restart need not be a process of its own (what is under test is the kill): a server in
-    // this process on the same store starts a second sooner.
-    const second = await server({
-      PLATFORM_DATA_DIR: dataDir,
-      PLATFORM_WEBHOOK_TIMEOUT_MS: "500",
-      ...(fresh ? { DATABASE_URL: fresh.url } : {}),
-    });
-    await hook.until((all) => all.length >= 2, 20_000);
-    expect(new Set(ids(hook))).toEqual(new Set([ids(hook)[0]]));
-    expect(hook.received[1]!.body).toContain(uidOf(repo));
-    // A new port is a new base URL, so the restarted server wrote a new admin token.
-    call = restClient(second.url, (await readFile(join(dataDir, "admin-token"), "utf8")).trim());
-    const [subscription] = (await ok(call("GET", `/events/v2beta1/subscriptions?uidp.childrenOf=${org}`)))["subscriptions"] as JsonObject[];
-    for (let i = 0; i < 100 && (await ok(call("GET", `/events/v2beta1/subscriptions/${uidOf(subscription!)}`)))["deliveredCount"] !== "1"; i++) {
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    expect(await ok(call("GET", `/events/v2beta1/subscriptions/${uidOf(subscription!)}`))).toMatchObject({ deliveredCount: "1", pendingCount: "0" });
-  }, 90_000);
-});
-
-describe("two replicas", () => {
-  it("deliver every event to one receiver exactly once (1,000 on PostgreSQL): no duplicate, no loss", async () => {
-    // Everything here shares one event loop (client, receiver, replicas; PGlite's queries block it):
-    // a generous delivery timeout keeps a slow loop from turning into a retry, which is a duplicate.
-    const a = await server({ PLATFORM_WEBHOOK_TIMEOUT_MS: "30000" });
-    const hook = await receiver();
-    // The second replica: a server on the same PostgreSQL, or on PGlite a second dispatcher on the one database.
-    let bUrl = a.url;
-    if (a.backend === "postgres") bUrl = `http://127.0.0.1:${(await a.startReplica()).port}`;
-    else {
-      const second = new WebhookDispatcher({
-        db: a.app.database.db,
-        fetch: new Egress({ allowInsecure: true, timeoutMs: 30_000 }).fetch,
-        secrets: a.app.secrets,
-        clock: a.clock.now,
-        backoffMs: 50,
-        leaseMs: 61_000,
-        onError: (e) => pino().error(e),
-        onDeliveryError: () => {},
+// The kill test spends most of its time waiting (for the server to start, and for the lease of the
+// delivery it cut off to run out), the replicas test working: each has its own servers, store and
+// receiver, so they run side by side.
+describe.concurrent("deliveries", () => {
+  describe("a server killed between commit and delivery", () => {
+    it("delivers the event after it is restarted: nothing is lost", async () => {
+      const dataDir = await mkdtemp(join(tmpdir(), "platform-kill-"));
+      const admin = postgresAdminUrl();
+      // Migrated stores (test/support/store-templates.ts): what is under test is the restart.
+      const fresh: FreshDatabase | undefined = admin ? await createFreshDatabase(admin, undefined, postgresTemplate()) : undefined;
+      if (!fresh) await copyPgliteTemplate(join(dataDir, "pglite"), "migrated");
+      cleanups.push(async () => {
+        await fresh?.drop();
+        await rm(dataDir, { recursive: true, force: true });
       });
-      second.start();
-      cleanups.push(() => second.stop());
-      // Woken by the same notifications as the server's own dispatcher.
-      const unlisten = await a.app.database.listen(DELIVERIES_CHANNEL, () => second.notify(), () => second.notify());
-      cleanups.push(unlisten);
-    }
-    const callA = restClient(a.url, a.token);
-    const callB = restClient(bUrl, a.token);
-    const org = uidOf(await createGroup(callA, "replicas"));
-    await ok(callA("POST", `/events/v2beta1/subscriptions/${org}`, { sink: hook.url, types: ["platform.registry.repo.created.v1"] }));
+      const env: NodeJS.ProcessEnv = {
+        ...process.env,
+        PORT: "0",
+        HOST: "127.0.0.1",
+        PLATFORM_DATA_DIR: dataDir,
+        PLATFORM_ALLOW_INSECURE_ISSUERS: "true",
+        // A claim's lease is 2 × 500 ms + 1 s: the restarted server takes the delivery over after it.
+        PLATFORM_WEBHOOK_TIMEOUT_MS: "500",
+        PLATFORM_WEBHOOK_BACKOFF_MS: "50",
+        LOG_LEVEL: "info",
+      };
+      if (fresh) env["DATABASE_URL"] = fresh.url;
+      else delete env["DATABASE_URL"];
+      const hook = await receiver();
+      // The first POST is never answered: the delivery is in flight when the server dies.
+      hook.answer = (_r, n) => (n === 1 ? "hang" : 200);
 
-    // 1,000 on PostgreSQL, as two real replicas would; fewer on PGlite, whose one connection serves both dispatchers.
-    const TOTAL = a.backend === "postgres" ? 1000 : 100;
-    const subjects: string[] = [];
-    let next = 0;
-    // 16 writers, alternating between the replicas.
-    await Promise.all(
-      Array.from({ length: 16 }, async (_, w) => {
-        while (next < TOTAL) {
-          const n = next++;
-          subjects.push(uidOf(await ok((w % 2 ? callB : callA)("POST", `/registry/v2beta1/repos/${org}`, { name: `r${n}` }))));
-        }
-      }),
-    );
-    await hook.until((all) => new Set(all.map((r) => r.headers["webhook-id"])).size >= TOTAL, 60_000);
-    // Anything sent twice would arrive about as fast as the rest: give it a moment to show.
-    await new Promise((r) => setTimeout(r, 500));
-    const received = ids(hook);
-    const duplicates = received.length - new Set(received).size;
-    const delivered = new Set(hook.received.map((r) => (JSON.parse(r.body) as { subject: string }).subject));
-    const lost = subjects.filter((s) => !delivered.has(s)).length;
-    expect({ duplicates, lost, received: received.length }).toEqual({ duplicates: 0, lost: 0, received: TOTAL });
-  }, 120_000);
+      const first = await spawnServer(env);
+      cleanups.push(async () => void first.child.kill("SIGKILL"));
+      const token = (await readFile(join(dataDir, "admin-token"), "utf8")).trim();
+      let call = restClient(first.url, token);
+      const org = uidOf(await createGroup(call, "killed"));
+      await ok(call("POST", `/events/v2beta1/subscriptions/${org}`, { sink: hook.url, types: ["platform.registry."] }));
+      const repo = await ok(call("POST", `/registry/v2beta1/repos/${org}`, { name: "survivor" }));
+      await hook.until((all) => all.length === 1);
+      first.child.kill("SIGKILL");
+      await first.exited;
+
+      // The restart need not be a process of its own (what is under test is the kill): a server in
+      // this process on the same store starts a second sooner.
+      const second = await server({
+        PLATFORM_DATA_DIR: dataDir,
+        PLATFORM_WEBHOOK_TIMEOUT_MS: "500",
+        ...(fresh ? { DATABASE_URL: fresh.url } : {}),
+      });
+      await hook.until((all) => all.length >= 2, 20_000);
+      expect(new Set(ids(hook))).toEqual(new Set([ids(hook)[0]]));
+      expect(hook.received[1]!.body).toContain(uidOf(repo));
+      // A new port is a new base URL, so the restarted server wrote a new admin token.
+      call = restClient(second.url, (await readFile(join(dataDir, "admin-token"), "utf8")).trim());
+      const [subscription] = (await ok(call("GET", `/events/v2beta1/subscriptions?uidp.childrenOf=${org}`)))["subscriptions"] as JsonObject[];
+      for (let i = 0; i < 100 && (await ok(call("GET", `/events/v2beta1/subscriptions/${uidOf(subscription!)}`)))["deliveredCount"] !== "1"; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(await ok(call("GET", `/events/v2beta1/subscriptions/${uidOf(subscription!)}`))).toMatchObject({ deliveredCount: "1", pendingCount: "0" });
+    }, 90_000);
+  });
+
+  describe("two replicas", () => {
+    it("deliver every event to one receiver exactly once (1,000 on PostgreSQL): no duplicate, no loss", async () => {
+      // Everything here shares one event loop (client, receiver, replicas; PGlite's queries block it):
+      // a generous delivery timeout keeps a slow loop from turning into a retry, which is a duplicate.
+      const a = await server({ PLATFORM_WEBHOOK_TIMEOUT_MS: "30000" });
+      const hook = await receiver();
+      // The second replica: a server on the same PostgreSQL, or on PGlite a second dispatcher on the one database.
+      let bUrl = a.url;
+      if (a.backend === "postgres") bUrl = `http://127.0.0.1:${(await a.startReplica()).port}`;
+      else {
+        const second = new WebhookDispatcher({
+          db: a.app.database.db,
+          fetch: new Egress({ allowInsecure: true, timeoutMs: 30_000 }).fetch,
+          secrets: a.app.secrets,
+          clock: a.clock.now,
+          backoffMs: 50,
+          leaseMs: 61_000,
+          onError: (e) => pino().error(e),
+          onDeliveryError: () => {},
+        });
+        second.start();
+        cleanups.push(() => second.stop());
+        // Woken by the same notifications as the server's own dispatcher.
+        const unlisten = await a.app.database.listen(DELIVERIES_CHANNEL, () => second.notify(), () => second.notify());
+        cleanups.push(unlisten);
+      }
+      const callA = restClient(a.url, a.token);
+      const callB = restClient(bUrl, a.token);
+      const org = uidOf(await createGroup(callA, "replicas"));
+      await ok(callA("POST", `/events/v2beta1/subscriptions/${org}`, { sink: hook.url, types: ["platform.registry.repo.created.v1"] }));
+
+      // 1,000 on PostgreSQL, as two real replicas would; fewer on PGlite, whose one connection serves both dispatchers.
+      const TOTAL = a.backend === "postgres" ? 1000 : 100;
+      const subjects: string[] = [];
+      let next = 0;
+      // 16 writers, alternating between the replicas.
+      await Promise.all(
+        Array.from({ length: 16 }, async (_, w) => {
+          while (next < TOTAL) {
+            const n = next++;
+            subjects.push(uidOf(await ok((w % 2 ? callB : callA)("POST", `/registry/v2beta1/repos/${org}`, { name: `r${n}` }))));
+          }
+        }),
+      );
+      await hook.until((all) => new Set(all.map((r) => r.headers["webhook-id"])).size >= TOTAL, 60_000);
+      // Anything sent twice would arrive about as fast as the rest: give it a moment to show.
+      await new Promise((r) => setTimeout(r, 500));
+      const received = ids(hook);
+      const duplicates = received.length - new Set(received).size;
+      const delivered = new Set(hook.received.map((r) => (JSON.parse(r.body) as { subject: string }).subject));
+      const lost = subjects.filter((s) => !delivered.has(s)).length;
+      expect({ duplicates, lost, received: received.length }).toEqual({ duplicates: 0, lost: 0, received: TOTAL });
+    }, 120_000);
+  });
 });
 
 describe("WatchEvents across replicas", () => {
