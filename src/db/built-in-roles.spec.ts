@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { eq, sql } from "drizzle-orm";
-import { describe, expect, it } from "vitest";
+import { PGlite } from "@electric-sql/pglite";
+import { afterEach, describe, expect, it } from "vitest";
 import { freshStorePerTest } from "../../test/support/fresh-store.js";
 import { BUILT_IN_ROLES } from "../authz/capabilities.js";
 import { openDatabase, queryRows, type Database, type DatabaseHandle } from "./client.js";
@@ -9,15 +10,26 @@ import { newChildUid, newRootBindingUid, newRootUid } from "./uid.js";
 
 // Opening the database writes the built-in roles from the catalogue (docs/design.md,
 // "Built-in roles"). Each test has a store that outlives a handle, so closing and opening again
-// is a restart: a PGlite directory, or a fresh PostgreSQL database when DATABASE_URL is set.
+// is a restart: a PGlite, or a fresh PostgreSQL database when DATABASE_URL is set.
 
 const T0 = new Date("2030-01-01T00:00:00.000Z");
 
 const store = freshStorePerTest("platform-built-in-roles");
+/**
+ * On PGlite, the test's store stays open across its starts: a start is openDatabase on it, which
+ * migrates and writes the roles as the server's start does. Booting PGlite each time cost half a
+ * second of CPU; a restart of the PGlite directory itself is test/e2e/built-in-roles.spec.ts's.
+ */
+let pglite: PGlite | undefined;
+afterEach(async () => {
+  await pglite?.close();
+  pglite = undefined;
+});
 
 /** Opens the store (a start), runs `body` and closes it again. */
 async function start<T>(body: (handle: DatabaseHandle) => Promise<T>): Promise<T> {
-  const handle = await openDatabase({ pgliteDir: join(store.dir, "pglite"), ...(store.databaseUrl ? { databaseUrl: store.databaseUrl } : {}) });
+  if (!store.databaseUrl) pglite ??= new PGlite(join(store.dir, "pglite"));
+  const handle = await openDatabase(store.databaseUrl ? { pgliteDir: "memory://", databaseUrl: store.databaseUrl } : { pgliteDir: "memory://", pglite });
   try {
     return await body(handle);
   } finally {
