@@ -10,7 +10,7 @@ import type { Route } from "./plain-routes.js";
 import type { NodeRequest as Req, NodeResponse as Res } from "./http-types.js";
 
 // `GET /openapi.json` and the Swagger UI page at `/docs` (README, "OpenAPI
-// and docs"). The document is built once here, at start; Swagger UI's files
+// and docs"). The document is built at the first start in a process; Swagger UI's files
 // come from the swagger-ui-dist package, a fixed list of them, read on first
 // use and kept.
 
@@ -79,8 +79,7 @@ const PACKAGE_FILES: Readonly<Record<string, string>> = {
 
 /** The routes, keyed by exact path, for the plain routes (src/server/plain-routes.ts). */
 export function apiDocRoutes(opts: { services: readonly DescService[] }): Map<string, Route> {
-  const document = buildOpenApiDocument({ services: opts.services, version: buildInfo().version });
-  const openapi = asset("application/json", Buffer.from(JSON.stringify(document)), { "cache-control": "public, max-age=300" });
+  const openapi = openApiAsset(opts.services);
   const page = asset("text/html; charset=utf-8", Buffer.from(PAGE), {
     "cache-control": "public, max-age=300",
     "content-security-policy": PAGE_CSP,
@@ -107,6 +106,24 @@ export function apiDocRoutes(opts: { services: readonly DescService[] }): Map<st
     routes.set(`/docs/${name}`, { methods: ["GET", "HEAD"], serve: async (req, res) => send(req, res, await load()) });
   }
   return routes;
+}
+
+/**
+ * The document is a function of the descriptors and the version: made once per process, however
+ * many applications it starts (the test suite starts dozens; it took a tenth of their start).
+ */
+const openApiAssets = new Map<string, Asset>();
+
+function openApiAsset(services: readonly DescService[]): Asset {
+  const version = buildInfo().version;
+  const key = `${version} ${services.map((s) => s.typeName).join(" ")}`;
+  let found = openApiAssets.get(key);
+  if (!found) {
+    const document = buildOpenApiDocument({ services, version });
+    found = asset("application/json", Buffer.from(JSON.stringify(document)), { "cache-control": "public, max-age=300" });
+    openApiAssets.set(key, found);
+  }
+  return found;
 }
 
 function asset(type: string, body: Buffer, headers: Record<string, string>): Asset {

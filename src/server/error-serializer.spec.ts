@@ -1,9 +1,9 @@
-import { PGlite } from "@electric-sql/pglite";
+import type { PGlite } from "@electric-sql/pglite";
 import { DrizzleQueryError, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/pglite";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { initializedPgliteDir } from "../../test/support/fresh-store.js";
+import { takePgliteStore } from "../../test/support/pglite-pool.js";
 import { serializeError, type SerializedError } from "./error-serializer.js";
 import { createLogger } from "./logger.js";
 
@@ -39,15 +39,15 @@ function expectNoSecret(out: SerializedError): void {
 }
 
 describe("serializeError", () => {
+  // A PGlite of the tests' pool (test/support/pglite-pool.ts): what matters is that the error is a real one.
+  let store: Awaited<ReturnType<typeof takePgliteStore>>;
   let client: PGlite;
-  let store: Awaited<ReturnType<typeof initializedPgliteDir>>;
   beforeAll(async () => {
-    store = await initializedPgliteDir("platform-error-serializer");
-    client = new PGlite(store.dir);
+    store = await takePgliteStore();
+    client = store.pglite;
   });
-  afterAll(async () => {
-    await client?.close();
-    await store?.remove();
+  afterAll(() => {
+    store?.release();
   });
 
   it("a real DrizzleQueryError (PGlite): keeps class, SQLSTATE, query text and frames; drops params, detail and quoted values", async () => {

@@ -48,9 +48,15 @@ export const OVERRIDES: Readonly<Record<string, ResourceOverride>> = { ...IAM_OV
 
 const AREA_DESCRIPTIONS: Readonly<Record<string, string>> = { registry: REGISTRY_DESCRIPTION };
 
+/** The specs with the project's overrides, made once: a process that builds the program again (the tests run the CLI in-process) does not derive them again. */
+const specs = new Map<DescService, ResourceSpec>();
+
 /** A service's commands: derived, then overridden. */
 export function resourceSpec(service: DescService, overrides: Readonly<Record<string, ResourceOverride>> = OVERRIDES): ResourceSpec {
-  return withOverride(deriveResourceSpec(service), overrides[service.typeName]);
+  if (overrides !== OVERRIDES) return withOverride(deriveResourceSpec(service), overrides[service.typeName]);
+  let spec = specs.get(service);
+  if (!spec) specs.set(service, (spec = withOverride(deriveResourceSpec(service), overrides[service.typeName])));
+  return spec;
 }
 
 /**
