@@ -11,19 +11,27 @@ import { copyPgliteTemplate } from "../support/store-templates.js";
 // stopped by a signal to the process they started.
 
 const ENTRY = COMPILED_SERVER;
-let dataDir: string;
+const dataDirs: string[] = [];
 
-beforeAll(async () => {
+beforeAll(() => {
   // npm ci builds dist/ (prepare); built again here when it is missing or older than the sources.
   ensureCompiledServer();
-  dataDir = await mkdtemp(join(tmpdir(), "platform-process-"));
-  // A migrated store (test/support/store-templates.ts): what is under test is the process, and a
-  // store made from nothing (initdb, every migration) cost the first start 1.7 core-seconds.
-  await copyPgliteTemplate(join(dataDir, "pglite"), "migrated");
 }, 120_000);
 afterAll(async () => {
-  await rm(dataDir, { recursive: true, force: true });
+  for (const dir of dataDirs) await rm(dir, { recursive: true, force: true });
 });
+
+/**
+ * A data directory for one server. It holds a migrated store (test/support/store-templates.ts):
+ * what is under test is the process, and a store made from nothing (initdb, every migration) cost
+ * the first start 1.7 core-seconds.
+ */
+async function newDataDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "platform-process-"));
+  dataDirs.push(dir);
+  await copyPgliteTemplate(join(dir, "pglite"), "migrated");
+  return dir;
+}
 
 interface Started {
   npm: ChildProcess;
@@ -33,7 +41,7 @@ interface Started {
   log: string;
 }
 
-async function npmStart(extra: Record<string, string> = {}): Promise<Started> {
+async function npmStart(dataDir: string, extra: Record<string, string> = {}): Promise<Started> {
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: "0", HOST: "127.0.0.1", PLATFORM_DATA_DIR: dataDir, LOG_LEVEL: "info", ...extra };
   delete env["DATABASE_URL"];
   const npm = spawn("npm", ["start", "--silent"], { env, stdio: ["ignore", "pipe", "pipe"] });
@@ -87,45 +95,51 @@ async function until(check: () => boolean, ms: number): Promise<boolean> {
   return check();
 }
 
-describe("npm start", () => {
-  it("runs node on the compiled server, which writes the admin token; SIGTERM to npm drains and exits 0 with the port free", async () => {
-    const s = await npmStart();
-    expect((await fetch(`http://127.0.0.1:${s.port}/readyz`)).status).toBe(200);
-    const token = (await readFile(join(dataDir, "admin-token"), "utf8")).trim();
-    const groups = await fetch(`http://127.0.0.1:${s.port}/iam/v2beta1/groups`, { headers: { authorization: `Bearer ${token}` } });
-    expect(groups.status).toBe(200);
-    const pid = serverPid(s.npm);
-    expect(pid).toBeDefined();
-    s.npm.kill("SIGTERM");
-    expect(await s.exited).toBe(0);
-    expect(await until(() => !alive(pid!), 5_000)).toBe(true);
-    await expect(fetch(`http://127.0.0.1:${s.port}/healthz`)).rejects.toThrow();
-  }, 60_000);
-});
-
-// One start for both (a start is two core-seconds of node and npm): what it read from the .env
-// file, then what becomes of the server when npm is killed.
-describe("npm start with a .env file, then npm killed outright", () => {
-  let s: Started;
-  beforeAll(async () => {
-    const file = join(dataDir, "test.env");
-    // LOG_LEVEL=silent from the file would hide the port line: the environment's info wins.
-    await writeFile(file, "PLATFORM_BASE_URL=http://from-the-env-file.example\nLOG_LEVEL=silent\n");
-    s = await npmStart({ PLATFORM_ENV_FILE: file });
-  }, 60_000);
-  afterAll(() => {
-    s?.npm.kill("SIGKILL");
+// The two starts below run side by side, each on a data directory of its own: most of their time
+// is waiting for a process to start or to end.
+describe.concurrent("npm start", () => {
+  describe("npm start, stopped by SIGTERM", () => {
+    it("runs node on the compiled server, which writes the admin token; SIGTERM to npm drains and exits 0 with the port free", async () => {
+      const dataDir = await newDataDir();
+      const s = await npmStart(dataDir);
+      expect((await fetch(`http://127.0.0.1:${s.port}/readyz`)).status).toBe(200);
+      const token = (await readFile(join(dataDir, "admin-token"), "utf8")).trim();
+      const groups = await fetch(`http://127.0.0.1:${s.port}/iam/v2beta1/groups`, { headers: { authorization: `Bearer ${token}` } });
+      expect(groups.status).toBe(200);
+      const pid = serverPid(s.npm);
+      expect(pid).toBeDefined();
+      s.npm.kill("SIGTERM");
+      expect(await s.exited).toBe(0);
+      expect(await until(() => !alive(pid!), 5_000)).toBe(true);
+      await expect(fetch(`http://127.0.0.1:${s.port}/healthz`)).rejects.toThrow();
+    }, 60_000);
   });
 
-  it("reads settings from the .env file (PLATFORM_ENV_FILE here); the environment wins", () => {
-    expect(s.log).toContain('"url":"http://from-the-env-file.example"');
-  });
+  // One start for both (a start is two core-seconds of node and npm): what it read from the .env
+  // file, then what becomes of the server when npm is killed.
+  describe("npm start with a .env file, then npm killed outright", () => {
+    let s: Started;
+    beforeAll(async () => {
+      const dataDir = await newDataDir();
+      const file = join(dataDir, "test.env");
+      // LOG_LEVEL=silent from the file would hide the port line: the environment's info wins.
+      await writeFile(file, "PLATFORM_BASE_URL=http://from-the-env-file.example\nLOG_LEVEL=silent\n");
+      s = await npmStart(dataDir, { PLATFORM_ENV_FILE: file });
+    }, 60_000);
+    afterAll(() => {
+      s?.npm.kill("SIGKILL");
+    });
 
-  it("leaves no orphan when npm is killed outright", async () => {
-    const pid = serverPid(s.npm);
-    expect(pid).toBeDefined();
-    s.npm.kill("SIGKILL");
-    await s.exited;
-    expect(await until(() => !alive(pid!), 10_000)).toBe(true);
-  }, 60_000);
+    it("reads settings from the .env file (PLATFORM_ENV_FILE here); the environment wins", () => {
+      expect(s.log).toContain('"url":"http://from-the-env-file.example"');
+    });
+
+    it("leaves no orphan when npm is killed outright", async () => {
+      const pid = serverPid(s.npm);
+      expect(pid).toBeDefined();
+      s.npm.kill("SIGKILL");
+      await s.exited;
+      expect(await until(() => !alive(pid!), 10_000)).toBe(true);
+    }, 60_000);
+  });
 });
