@@ -3,11 +3,11 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { eq } from "drizzle-orm";
 import { decodeJwt } from "jose";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { schema } from "../../src/db/index.js";
 import { ConfigError, loadConfig } from "../../src/server/config.js";
-import { launchChromium } from "../support/chromium.js";
+import { cookielessPage, launchChromium } from "../support/chromium.js";
 import { restClient, type JsonObject } from "../support/clients.js";
 import { startOidcProvider, type TestOidcProvider } from "../support/oidc-provider.js";
 import { startTestServer, type TestServer } from "../support/server.js";
@@ -115,21 +115,29 @@ function loginUrl(target: TestServer, state: string, params: Record<string, stri
 }
 
 interface Login {
-  context: BrowserContext;
   page: Page;
   /** The CLI's state of this login. */
   state: string;
+  /** Ends it: closes the browser profile the login had to itself, if it had one. */
+  end(): Promise<void>;
 }
 
-/** Opens the login in a fresh browser profile (no upstream session, no cookies). */
-async function openLogin(target: TestServer, params: Record<string, string> = {}): Promise<Login> {
-  const context = await browser.newContext();
-  const page = await context.newPage();
+/** Opens the login with no cookies in the browser: in its login page (cookielessPage), or in a profile of its own. */
+async function openLogin(target: TestServer, params: Record<string, string> = {}, opts: { ownProfile?: boolean } = {}): Promise<Login> {
+  let page: Page;
+  let end = async () => {};
+  if (opts.ownProfile) {
+    const context = await browser.newContext();
+    page = await context.newPage();
+    end = () => context.close();
+  } else {
+    page = await cookielessPage(browser);
+  }
   page.setDefaultTimeout(STEP_TIMEOUT_MS);
   page.setDefaultNavigationTimeout(STEP_TIMEOUT_MS);
   const state = randomBytes(12).toString("base64url");
   await page.goto(loginUrl(target, state, params));
-  return { context, page, state };
+  return { page, state, end };
 }
 
 /** Signs in on the upstream's development pages: any password, then consent. */
@@ -148,13 +156,13 @@ async function cliResult(login: Login): Promise<URLSearchParams> {
   return got;
 }
 
-/** Runs `drive` on a login opened in a fresh browser profile, closing the profile afterwards. */
+/** Runs `drive` on a login opened with no cookies in the browser. */
 async function withLogin<T>(target: TestServer, params: Record<string, string>, drive: (login: Login) => Promise<T>): Promise<T> {
   const login = await openLogin(target, params);
   try {
     return await drive(login);
   } finally {
-    await login.context.close();
+    await login.end();
   }
 }
 
@@ -314,7 +322,7 @@ describe("browser login through an upstream OIDC provider", () => {
   });
 
   it("refuses an answer whose state is forged or that comes to another browser: a 400 page, nothing sent to the CLI", async () => {
-    const login = await openLogin(server);
+    const login = await openLogin(server, {}, { ownProfile: true });
     const other = await browser.newContext();
     try {
       const upstreamPage = login.page.url();
@@ -347,7 +355,7 @@ describe("browser login through an upstream OIDC provider", () => {
       expect(cli.count()).toBe(before + 1);
     } finally {
       await other.close();
-      await login.context.close();
+      await login.end();
     }
   });
 

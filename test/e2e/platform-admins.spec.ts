@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { launchChromium } from "../support/chromium.js";
+import { cookielessPage, launchChromium } from "../support/chromium.js";
 import { runCliInProcess as runCli } from "../support/cli-in-process.js";
 import { restClient, type JsonObject } from "../support/clients.js";
 import { startOidcProvider, type TestOidcProvider } from "../support/oidc-provider.js";
@@ -74,23 +74,19 @@ afterAll(async () => {
 
 /** A whole browser login at `target`; `signIn` drives the pages. Returns the API token the CLI got. */
 async function login(target: TestServer, signIn: (page: Page) => Promise<void>, params: Record<string, string> = {}): Promise<string> {
-  const context = await browser.newContext();
-  try {
-    const page = await context.newPage();
-    page.setDefaultTimeout(STEP_TIMEOUT_MS);
-    page.setDefaultNavigationTimeout(STEP_TIMEOUT_MS);
-    const state = randomBytes(12).toString("base64url");
-    const url = new URL(`${target.app.urls.authUrl}/oauth`);
-    url.search = new URLSearchParams({ redirect: cli.callback, state, ...params }).toString();
-    await page.goto(url.href);
-    await signIn(page);
-    await page.waitForURL((u) => u.href.startsWith(cli.callback));
-    const got = cli.seen.get(state);
-    expect(got?.get("error"), got?.get("error_description") ?? "").toBeNull();
-    return got!.get("token")!;
-  } finally {
-    await context.close();
-  }
+  // No cookies: a login as in a new browser profile.
+  const page = await cookielessPage(browser);
+  page.setDefaultTimeout(STEP_TIMEOUT_MS);
+  page.setDefaultNavigationTimeout(STEP_TIMEOUT_MS);
+  const state = randomBytes(12).toString("base64url");
+  const url = new URL(`${target.app.urls.authUrl}/oauth`);
+  url.search = new URLSearchParams({ redirect: cli.callback, state, ...params }).toString();
+  await page.goto(url.href);
+  await signIn(page);
+  await page.waitForURL((u) => u.href.startsWith(cli.callback));
+  const got = cli.seen.get(state);
+  expect(got?.get("error"), got?.get("error_description") ?? "").toBeNull();
+  return got!.get("token")!;
 }
 
 /** The upstream's development login pages: any password, then consent. */
