@@ -11,20 +11,19 @@ import { ReflectionSession } from "./reflection-session.js";
  * ask for v1alpha first or only).
  *
  * The index covers `services`, both reflection services, and every service
- * registered on `router`. Services registered after this call (the health
- * service, say) are added once, on the first reflection request: the Node
- * adapter runs all registrations before it serves anything, so by then the
- * router is complete.
+ * registered on `router`, the health service too although it is registered
+ * after this call: it is built on the first reflection request (not at every
+ * start, which it cost a few milliseconds), and the Node adapter runs all registrations
+ * before it serves anything, so by then the router is complete.
  */
 export function registerReflection(router: ConnectRouter, services: DescService[]): void {
-  const index = new DescriptorIndex();
-  for (const service of [...services, v1.ServerReflection, v1alpha.ServerReflection]) {
-    index.addService(service);
-  }
-  let routerIndexed = false;
+  let index: DescriptorIndex | undefined;
   const completeIndex = (): DescriptorIndex => {
-    if (!routerIndexed) {
-      routerIndexed = true;
+    if (!index) {
+      index = new DescriptorIndex();
+      for (const service of [...services, v1.ServerReflection, v1alpha.ServerReflection]) {
+        index.addService(service);
+      }
       for (const handler of router.handlers) {
         if (!index.hasService(handler.service.typeName)) {
           index.addService(handler.service);
