@@ -71,8 +71,8 @@ describe("dnsResolver", () => {
   it("leaves the thread pool free while 32 names wait on a name server that never answers, then fails them with ETIMEOUT", async () => {
     const ns = await nameServer({}, true);
     // Long enough that a loaded machine still hashes before the lookups give up: the 16 hashes take
-    // a few milliseconds, where the lookups, if they held the pool's threads, would hold them 600.
-    const resolve = dnsResolver({ servers: [ns.server], timeoutMs: 600, tries: 1 });
+    // a few milliseconds, where the lookups, if they held the pool's threads, would hold them a second.
+    const resolve = dnsResolver({ servers: [ns.server], timeoutMs: 1000, tries: 1 });
     const lookups = Promise.allSettled(Array.from({ length: 32 }, (_, i) => resolve(`slow${i}.test`)));
     let lookupsEnded = false;
     void lookups.then(() => (lookupsEnded = true));

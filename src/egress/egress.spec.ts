@@ -324,8 +324,7 @@ describe("Egress: bounded", () => {
   });
 
   it("fails fast beyond the concurrency cap, and frees the slot afterwards", async () => {
-    // The third request is made at once, while the two slow ones hold both slots until their timeout.
-    const egress = dev({ maxInFlight: 2, timeoutMs: 250 });
+    const egress = dev({ maxInFlight: 2, timeoutMs: 500 });
     const slow = [failure(egress.fetch(url("/silent"))), failure(egress.fetch(url("/silent")))];
     const busy = await failure(egress.fetch(url("/ok")));
     expect(busy.failure).toBe("busy");

@@ -19,18 +19,19 @@ import { ReflectionSession } from "./reflection-session.js";
 export function registerReflection(router: ConnectRouter, services: DescService[]): void {
   let index: DescriptorIndex | undefined;
   const completeIndex = (): DescriptorIndex => {
-    if (!index) {
-      index = new DescriptorIndex();
-      for (const service of [...services, v1.ServerReflection, v1alpha.ServerReflection]) {
-        index.addService(service);
-      }
-      for (const handler of router.handlers) {
-        if (!index.hasService(handler.service.typeName)) {
-          index.addService(handler.service);
-        }
+    if (index) return index;
+    // Kept only once whole: a descriptor that fails to index fails this request and the next, never
+    // leaving later requests a partial index.
+    const built = new DescriptorIndex();
+    for (const service of [...services, v1.ServerReflection, v1alpha.ServerReflection]) {
+      built.addService(service);
+    }
+    for (const handler of router.handlers) {
+      if (!built.hasService(handler.service.typeName)) {
+        built.addService(handler.service);
       }
     }
-    return index;
+    return (index = built);
   };
 
   router.service(v1.ServerReflection, {
