@@ -1,8 +1,10 @@
-import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { execFile } from "node:child_process";
+import { copyFile, mkdir, mkdtemp, readFile, rm, stat, symlink, utimes, writeFile } from "node:fs/promises";
 import { createServer as createHttpServer } from "node:http";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import { decodeJwt } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,7 +13,7 @@ import { buildProgram } from "../../src/cli/program.js";
 import { API_SERVICES } from "../../src/services/index.js";
 import { restClient, type JsonObject } from "../support/clients.js";
 import { runCliInProcess, startCliInProcess } from "../support/cli-in-process.js";
-import { runCli, runCliInTerminal, startCli, type CliResult } from "../support/cli-process.js";
+import { cliEnv, LAUNCHER, runCli, runCliInTerminal, startCli, type CliResult } from "../support/cli-process.js";
 import { startOidcProvider, type TestOidcProvider } from "../support/oidc-provider.js";
 import { ok } from "../support/rest-iam.js";
 import { startTestServer, type TestServer } from "../support/server.js";
@@ -77,6 +79,13 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
+/** Runs a process to its end; its stdout (a non-zero exit is an error with its stderr). */
+function runProcess(file: string, args: string[], env: NodeJS.ProcessEnv): Promise<string> {
+  return new Promise((resolve, reject) =>
+    execFile(file, args, { env }, (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout))),
+  );
+}
+
 /** Text matched literally inside a RegExp (file paths). */
 const escapeRe = (text: string) => text.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&");
 
@@ -124,6 +133,31 @@ describe("platformctl basics", () => {
     const bad = await runCliInProcess(["--api", server.url, "iam", "groups", "list", "--page-size", "many"], { PLATFORM_TOKEN: "x" });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("error: option '--page-size <n>' argument 'many' is invalid. must be a whole number");
+  });
+
+  it("the launcher runs dist/ while it is current, and the sources through tsx once one under src/ or gen/ is newer", async () => {
+    // A copy of the launcher in a tree of its own, whose two entry points say which one ran.
+    const root = await mkdtemp(join(tmpdir(), "platform-launcher-"));
+    try {
+      await Promise.all(["bin", "src/cli", "gen", "dist/src/cli"].map((d) => mkdir(join(root, d), { recursive: true })));
+      await copyFile(LAUNCHER, join(root, "bin", "platformctl.js"));
+      await writeFile(join(root, "package.json"), '{ "type": "module" }\n');
+      await symlink(fileURLToPath(new URL("../../node_modules", import.meta.url)), join(root, "node_modules"));
+      await writeFile(join(root, "src", "cli", "main.ts"), 'const ran: string = "sources";\nconsole.log(ran);\n');
+      await writeFile(join(root, "gen", "api.ts"), "export {};\n");
+      await writeFile(join(root, "dist", "src", "cli", "main.js"), 'console.log("dist");\n');
+      const ran = async () => (await runProcess(process.execPath, [join(root, "bin", "platformctl.js")], cliEnv({}))).trim();
+      const at = (path: string, secondsFromNow: number) => utimes(join(root, path), new Date(Date.now() + secondsFromNow * 1000), new Date(Date.now() + secondsFromNow * 1000));
+
+      await Promise.all([at("src/cli/main.ts", -60), at("gen/api.ts", -60)]);
+      expect(await ran()).toBe("dist");
+      await at("gen/api.ts", 0);
+      expect(await ran()).toBe("sources");
+      await Promise.all([at("dist/src/cli/main.js", 30), at("src/cli/main.ts", 60)]);
+      expect(await ran()).toBe("sources");
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 
   it("through the launcher: a reader that stops early (`| head`) is not an error", async () => {

@@ -2,7 +2,8 @@ import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { withSystemTmpdir } from "./scratch.js";
 
-const LAUNCHER = fileURLToPath(new URL("../../bin/platformctl.js", import.meta.url));
+/** bin/platformctl.js: the launcher a user runs. */
+export const LAUNCHER = fileURLToPath(new URL("../../bin/platformctl.js", import.meta.url));
 
 // Variables of the caller's shell that would change what the CLI talks to.
 const CLI_VARIABLES = ["PLATFORM_API", "PLATFORM_TOKEN", "PLATFORM_CONFIG_DIR", "XDG_CONFIG_HOME", "BROWSER"];
@@ -25,7 +26,7 @@ export interface CliProcess {
 
 /** The caller's environment without CLI_VARIABLES, plus `env`: what a run of platformctl sees. */
 export function cliEnv(env: Record<string, string>): NodeJS.ProcessEnv {
-  // The launcher runs the sources through tsx, whose compile cache is in TMPDIR.
+  // Where dist/ is older than a source, the launcher runs the sources through tsx, whose compile cache is in TMPDIR.
   const base: NodeJS.ProcessEnv = withSystemTmpdir(process.env);
   for (const name of CLI_VARIABLES) delete base[name];
   return { ...base, ...env };
