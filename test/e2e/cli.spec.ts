@@ -3,7 +3,7 @@ import { copyFile, mkdir, mkdtemp, readFile, rm, stat, symlink, utimes, writeFil
 import { createServer as createHttpServer } from "node:http";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Command } from "commander";
 import { decodeJwt } from "jose";
@@ -141,6 +141,7 @@ describe("platformctl basics", () => {
     try {
       await Promise.all(["bin", "src/cli", "gen", "dist/src/cli"].map((d) => mkdir(join(root, d), { recursive: true })));
       await copyFile(LAUNCHER, join(root, "bin", "platformctl.js"));
+      await copyFile(join(dirname(LAUNCHER), "dist-current.js"), join(root, "bin", "dist-current.js"));
       await writeFile(join(root, "package.json"), '{ "type": "module" }\n');
       await symlink(fileURLToPath(new URL("../../node_modules", import.meta.url)), join(root, "node_modules"));
       await writeFile(join(root, "src", "cli", "main.ts"), 'const ran: string = "sources";\nconsole.log(ran);\n');

@@ -1,7 +1,8 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { distIsCurrent } from "../../bin/dist-current.js";
 
 /** The compiled server, as `npm start` runs it (relative to the checkout, the tests' working directory). */
 export const COMPILED_SERVER = "dist/src/server/main.js";
@@ -11,25 +12,8 @@ const repo = fileURLToPath(new URL("../../", import.meta.url));
 const LOCK = join(repo, "dist", ".building");
 const LOCK_WAIT_MS = 120_000;
 
-/** The newest modification time of the files under `dir`, or 0 when there are none. */
-function newest(dir: string): number {
-  let latest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
-    if (entry.isFile()) latest = Math.max(latest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
-  }
-  return latest;
-}
-
-function stale(): boolean {
-  let built = 0;
-  try {
-    built = statSync(join(repo, COMPILED_SERVER)).mtimeMs;
-  } catch {
-    return true;
-  }
-  // gen/ keeps its files' times when `buf generate` finds nothing to change.
-  return newest(join(repo, "src")) > built || newest(join(repo, "gen")) > built;
-}
+/** dist/ is missing or older than a source file (the launcher's rule too: bin/dist-current.js). */
+const stale = (): boolean => !distIsCurrent(COMPILED_SERVER);
 
 /**
  * Builds dist/ (`npm run build`) when it is missing or older than a source file, so that a test

@@ -1,0 +1,37 @@
+// Whether dist/ was built from the sources as they are now: the rule the platformctl launcher and
+// the tests that run the compiled server (test/support/compiled-server.ts) share.
+import { readdirSync, statSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+
+/** The newest modification time of the files under `dir` (0 when there is no such directory). */
+function newest(dir) {
+  let entries;
+  try {
+    entries = readdirSync(dir, { withFileTypes: true, recursive: true });
+  } catch (e) {
+    if (e?.code === "ENOENT") return 0;
+    throw e;
+  }
+  let latest = 0;
+  for (const entry of entries) {
+    if (entry.isFile()) latest = Math.max(latest, statSync(join(entry.parentPath ?? entry.path, entry.name)).mtimeMs);
+  }
+  return latest;
+}
+
+/**
+ * True when `entry` (a path under dist/, relative to the checkout) exists and no file under src/
+ * or gen/ is newer than it. (`buf generate` keeps gen/'s file times when it finds nothing to change.)
+ */
+export function distIsCurrent(entry) {
+  let built;
+  try {
+    built = statSync(join(root, entry)).mtimeMs;
+  } catch {
+    return false;
+  }
+  return newest(join(root, "src")) <= built && newest(join(root, "gen")) <= built;
+}
