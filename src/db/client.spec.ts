@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { takePgliteStore } from "../../test/support/pglite-pool.js";
+import { takePgliteStore } from "../../test/support/store-pool.js";
 import { openDatabase, reconnectDelaySeconds } from "./client.js";
 
 describe("reconnectDelaySeconds (postgres.js backoff)", () => {
@@ -18,9 +18,9 @@ describe("reconnectDelaySeconds (postgres.js backoff)", () => {
 
 describe("openDatabase on a PGlite the caller opened", () => {
   it("migrates it and writes the built-in roles; close() leaves it open and stops the handle's listeners", async () => {
-    // An emptied store from the tests' pool (test/support/pglite-pool.ts): open, with no roles.
+    // An emptied store from the tests' pool (test/support/store-pool.ts): open, with no roles.
     const store = await takePgliteStore();
-    const pglite = store.pglite;
+    const pglite = store.store;
     try {
       const handle = await openDatabase({ pgliteDir: "memory://", pglite });
       expect(handle.kind).toBe("pglite");
@@ -44,7 +44,7 @@ describe("openDatabase on a PGlite the caller opened", () => {
   it("refuses a PGlite given with a PostgreSQL URL", async () => {
     const store = await takePgliteStore();
     try {
-      await expect(openDatabase({ databaseUrl: "postgres://127.0.0.1:1/none", pgliteDir: "memory://", pglite: store.pglite })).rejects.toThrow(/one or the other/);
+      await expect(openDatabase({ databaseUrl: "postgres://127.0.0.1:1/none", pgliteDir: "memory://", pglite: store.store })).rejects.toThrow(/one or the other/);
     } finally {
       store.release();
     }

@@ -3,7 +3,7 @@ import { DrizzleQueryError, sql } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/pglite";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { takePgliteStore } from "../../test/support/pglite-pool.js";
+import { takePgliteStore } from "../../test/support/store-pool.js";
 import { serializeError, type SerializedError } from "./error-serializer.js";
 import { createLogger } from "./logger.js";
 
@@ -39,12 +39,12 @@ function expectNoSecret(out: SerializedError): void {
 }
 
 describe("serializeError", () => {
-  // A PGlite of the tests' pool (test/support/pglite-pool.ts): what matters is that the error is a real one.
+  // A PGlite of the tests' pool (test/support/store-pool.ts): what matters is that the error is a real one.
   let store: Awaited<ReturnType<typeof takePgliteStore>>;
   let client: PGlite;
   beforeAll(async () => {
     store = await takePgliteStore();
-    client = store.pglite;
+    client = store.store;
   });
   afterAll(() => {
     store?.release();

@@ -5,13 +5,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { COMPILED_SERVER, ensureCompiledServer } from "../support/compiled-server.js";
+import { postgresAdminUrl } from "../support/database.js";
+import { takePostgresDatabase } from "../support/store-pool.js";
 import { copyPgliteTemplate } from "../support/store-templates.js";
 
 // `npm start` as an operator runs it: compiled JavaScript under plain node,
-// stopped by a signal to the process they started.
+// stopped by a signal to the process they started. On the back-end of the run: PGlite (the
+// default, a data directory), or a PostgreSQL database of the worker's pool (store-pool.ts),
+// given back once the server has exited.
 
 const ENTRY = COMPILED_SERVER;
 const dataDirs: string[] = [];
+const databases: (() => void)[] = [];
 
 beforeAll(() => {
   // npm ci builds dist/ (prepare); built again here when it is missing or older than the sources.
@@ -19,17 +24,18 @@ beforeAll(() => {
 }, 120_000);
 afterAll(async () => {
   for (const dir of dataDirs) await rm(dir, { recursive: true, force: true });
+  for (const release of databases) release();
 });
 
 /**
- * A data directory for one server. It holds a migrated store (test/support/store-templates.ts):
- * what is under test is the process, and a store made from nothing (initdb, every migration) cost
- * the first start 1.7 core-seconds.
+ * A data directory for one server. On PGlite it holds a migrated store
+ * (test/support/store-templates.ts): what is under test is the process, and a store made from
+ * nothing (initdb, every migration) cost the first start 1.7 core-seconds.
  */
 async function newDataDir(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), "platform-process-"));
   dataDirs.push(dir);
-  await copyPgliteTemplate(join(dir, "pglite"), "migrated");
+  if (!postgresAdminUrl()) await copyPgliteTemplate(join(dir, "pglite"), "migrated");
   return dir;
 }
 
@@ -43,9 +49,12 @@ interface Started {
 
 async function npmStart(dataDir: string, extra: Record<string, string> = {}): Promise<Started> {
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: "0", HOST: "127.0.0.1", PLATFORM_DATA_DIR: dataDir, LOG_LEVEL: "info", ...extra };
-  delete env["DATABASE_URL"];
+  const database = postgresAdminUrl() ? await takePostgresDatabase() : undefined;
+  if (database) env["DATABASE_URL"] = database.store;
   const npm = spawn("npm", ["start", "--silent"], { env, stdio: ["ignore", "pipe", "pipe"] });
   const exited = new Promise<number | null>((resolve) => npm.once("exit", (code) => resolve(code)));
+  // Given back when the file ends: the server, not npm, holds its connections, and it may outlive npm.
+  if (database) databases.push(database.release);
   let out = "";
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no port in 30 s: ${out}`)), 30_000);

@@ -4,8 +4,8 @@ import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach } from "vitest";
 import { openDatabase, type DatabaseHandle } from "../../src/db/index.js";
 import { createFreshDatabase, postgresAdminUrl, type FreshDatabase } from "./database.js";
-import { takePgliteStore } from "./pglite-pool.js";
-import { copyPgliteTemplate, postgresTemplate } from "./store-templates.js";
+import { takePgliteStore, takePostgresDatabase } from "./store-pool.js";
+import { copyPgliteTemplate } from "./store-templates.js";
 
 /**
  * A store that outlives the handles opened on it, new for each test: a PGlite
@@ -40,20 +40,19 @@ export function freshStorePerTest(prefix: string): { readonly dir: string; reado
 
 /**
  * A migrated store with no rows but the built-in roles, opened for a unit test on the back-end of
- * the run: a pooled PGlite store (pglite-pool.ts), or a PostgreSQL database made from the
- * migrated template when DATABASE_URL is set. `close` closes it and gives it back or drops it.
+ * the run, from its worker's pool (store-pool.ts): a PGlite store, or a PostgreSQL database when
+ * DATABASE_URL is set. `close` closes it and gives it back.
  */
 export async function openMigratedStore(): Promise<{ handle: DatabaseHandle; close: () => Promise<void> }> {
-  const admin = postgresAdminUrl();
-  const fresh = admin ? await createFreshDatabase(admin, undefined, postgresTemplate()) : undefined;
-  const pooled = fresh ? undefined : await takePgliteStore();
-  const handle = await openDatabase(fresh ? { pgliteDir: "memory://", databaseUrl: fresh.url } : { pgliteDir: "memory://", pglite: pooled!.pglite });
+  const pooledDatabase = postgresAdminUrl() ? await takePostgresDatabase() : undefined;
+  const pooled = pooledDatabase ? undefined : await takePgliteStore();
+  const handle = await openDatabase(pooledDatabase ? { pgliteDir: "memory://", databaseUrl: pooledDatabase.store } : { pgliteDir: "memory://", pglite: pooled!.store });
   return {
     handle,
     close: async () => {
       await handle.close();
       pooled?.release();
-      await fresh?.drop();
+      pooledDatabase?.release();
     },
   };
 }

@@ -7,7 +7,7 @@ import { loadConfig, type Config } from "../../src/server/config.js";
 import { startApp, type App } from "../../src/server/app.js";
 import { TestClock } from "./clock.js";
 import { createFreshDatabase, postgresAdminUrl } from "./database.js";
-import { takePgliteStore } from "./pglite-pool.js";
+import { takePgliteStore, takePostgresDatabase } from "./store-pool.js";
 import { copyPgliteTemplate, postgresTemplate } from "./store-templates.js";
 
 export interface TestServer {
@@ -29,10 +29,11 @@ export interface TestServer {
 }
 
 /**
- * Starts the real server on a free loopback port with its own fresh store:
- * PGlite in a temporary directory, or a new PostgreSQL database when
- * DATABASE_URL is set. stop() removes the directory; the database is left to
- * the run's teardown (database.ts says why). Its log goes to `opts.logger`
+ * Starts the real server on a free loopback port with a store of its own, migrated and with no
+ * rows: a PGlite or a PostgreSQL database (when DATABASE_URL is set) from its worker's pool
+ * (store-pool.ts), which stop() gives back, or its own when it is the shared server or the test
+ * names its data directory (PGlite) or database. stop() removes the directory; a database of its
+ * own is left to the run's teardown (database.ts says why). Its log goes to `opts.logger`
  * (silent by default). `opts.storePrefix` starts the names of the directory
  * and the database, so that the global teardown can find them when nobody
  * calls stop() (test/support/shared-server.ts).
@@ -45,19 +46,22 @@ export async function startTestServer(
   const adminUrl = postgresAdminUrl();
   // The stores start migrated (test/support/store-templates.ts): the server's own migration run
   // then finds nothing to do, as on any restart.
-  // A test that names its own database (a restart, a proxy in between) gets no other.
-  const fresh = adminUrl && env["DATABASE_URL"] === undefined ? await createFreshDatabase(adminUrl, opts.storePrefix, postgresTemplate()) : undefined;
+  // A test that names its own database (a restart, a proxy in between) gets no other; the shared
+  // server has one of its own; any other takes an emptied one from its worker's pool (store-pool.ts).
+  const ownDatabase = adminUrl && env["DATABASE_URL"] === undefined && opts.storePrefix ? await createFreshDatabase(adminUrl, opts.storePrefix, postgresTemplate()) : undefined;
+  const pooledDatabase = adminUrl && env["DATABASE_URL"] === undefined && !opts.storePrefix ? await takePostgresDatabase() : undefined;
+  const databaseUrl = ownDatabase?.url ?? pooledDatabase?.store;
   const clock = new TestClock();
   const settings = {
     PORT: "0",
     HOST: "127.0.0.1",
     PLATFORM_DATA_DIR: dataDir,
     PLATFORM_SHUTDOWN_GRACE_MS: "2000",
-    ...(fresh ? { DATABASE_URL: fresh.url } : {}),
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     ...env,
   };
   // On PGlite a server whose store nobody else opens (no data directory from the test, not the
-  // shared server) starts on a pooled store (pglite-pool.ts). A data directory the test gives
+  // shared server) starts on a pooled store (store-pool.ts). A data directory the test gives
   // starts migrated as well, unless it already holds a store (a restart).
   const pooled = !settings.DATABASE_URL && env["PLATFORM_DATA_DIR"] === undefined && !opts.storePrefix ? await takePgliteStore() : undefined;
   const pgliteDir = join(settings.PLATFORM_DATA_DIR, "pglite");
@@ -66,12 +70,14 @@ export async function startTestServer(
   const logger = opts.logger ?? pino({ level: "silent" });
   let app: App;
   try {
-    app = await startApp(config, { logger, clock: clock.now, adminTokenCheckMs: opts.adminTokenCheckMs, pglite: pooled?.pglite });
+    app = await startApp(config, { logger, clock: clock.now, adminTokenCheckMs: opts.adminTokenCheckMs, pglite: pooled?.store });
   } catch (error) {
+    // A PostgreSQL database is not given back: connections of the failed start may still hold it.
     pooled?.release();
     throw error;
   }
   const replicas: App[] = [];
+  let stopped: Promise<void> | undefined;
   const server: TestServer = {
     app,
     url: `http://127.0.0.1:${app.port}`,
@@ -91,12 +97,17 @@ export async function startTestServer(
       replicas.push(replica);
       return replica;
     },
-    async stop() {
-      for (const r of replicas.splice(0)) await r.close();
-      await app.close();
-      pooled?.release();
-      await fresh?.drop();
-      await rm(dataDir, { recursive: true, force: true });
+    stop() {
+      // Once: a test may stop its server itself, and again in its cleanup.
+      stopped ??= (async () => {
+        for (const r of replicas.splice(0)) await r.close();
+        await app.close();
+        pooled?.release();
+        pooledDatabase?.release();
+        await ownDatabase?.drop();
+        await rm(dataDir, { recursive: true, force: true });
+      })();
+      return stopped;
     },
   };
   return server;
