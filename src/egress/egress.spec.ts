@@ -273,8 +273,8 @@ describe("Egress: bounded", () => {
           res.writeHead(200, { "content-type": "application/json" });
           return res.write("{"); // headers, then nothing
         case "/redirect":
-          res.writeHead(302, { location: `http://127.0.0.1:${server.port}/target` });
-          return res.end();
+          res.writeHead(302, { location: `http://127.0.0.1:${server.port}/target`, "content-type": "text/html" });
+          return res.end("<a href=/target>moved</a>");
         case "/echo": {
           const chunks: Buffer[] = [];
           req.on("data", (c: Buffer) => chunks.push(c));
@@ -368,5 +368,120 @@ describe("Egress: bounded", () => {
     expect([missing.status, await missing.json()]).toEqual([404, { error: "not_found" }]);
     const empty = await egress.fetch(url("/empty"));
     expect([empty.status, await empty.text()]).toEqual([204, ""]);
+  });
+});
+
+/** A loopback server that counts the connections made to it and those still open. */
+async function connectionCounter(host = "127.0.0.1"): Promise<{ port: number; made(): number; open(): number; stop(): Promise<void> }> {
+  let made = 0;
+  const open = new Set<import("node:net").Socket>();
+  const server = http.createServer((req, res) => {
+    const path = new URL(req.url ?? "/", "http://x").pathname;
+    if (path === "/redirect") {
+      res.writeHead(302, { location: "/elsewhere", "content-type": "text/html" });
+      return res.end("<p>moved</p>".repeat(10_000));
+    }
+    if (path === "/large") {
+      res.writeHead(200, { "content-type": "application/json" });
+      for (let i = 0; i < 100; i++) res.write("x".repeat(1024));
+      return res.end();
+    }
+    json({ path })(req, res);
+  });
+  server.on("connection", (socket) => {
+    made++;
+    open.add(socket);
+    socket.once("close", () => open.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, host, () => resolve()));
+  return {
+    port: (server.address() as AddressInfo).port,
+    made: () => made,
+    open: () => open.size,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+async function eventually(check: () => boolean, ms = 2_000): Promise<boolean> {
+  for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 10))) if (check()) return true;
+  return check();
+}
+
+describe("Egress: keeps connections for the next request", () => {
+  it("reuses connections per origin and checked addresses; a different answer gets a connection of its own", async () => {
+    const server = await connectionCounter("127.0.0.2");
+    const first = ["127.0.0.2"];
+    const resolve = fakeResolver({ localhost: [first, first, first, first, first, ["127.0.0.2", "127.0.0.3"], first] });
+    const egress = guard({ allowInsecure: true, resolve });
+    try {
+      const url = `http://localhost:${server.port}/ok`;
+      for (let i = 0; i < 5; i++) await expect(egress.fetchJson(url)).resolves.toEqual({ path: "/ok" });
+      // A request can start before the one before it has handed its connection back: a second one, at most.
+      const made = server.made();
+      expect(made).toBeLessThanOrEqual(2);
+      // Another set of addresses: the pool pinned to the first set is not used for it.
+      await expect(egress.fetchJson(url)).resolves.toEqual({ path: "/ok" });
+      expect(server.made()).toBe(made + 1);
+      // The first set again: its pool and connections are still there.
+      await expect(egress.fetchJson(url)).resolves.toEqual({ path: "/ok" });
+      expect(server.made()).toBe(made + 1);
+      expect(resolve.calls).toHaveLength(7);
+    } finally {
+      await egress.close();
+      await server.stop();
+    }
+  });
+
+  it("a refused redirect or an answer over the size cap does not hold its connection", async () => {
+    const server = await connectionCounter();
+    const egress = guard({ allowInsecure: true, maxBytes: 1024 });
+    try {
+      const url = (path: string) => `http://127.0.0.1:${server.port}${path}`;
+      for (let i = 0; i < 10; i++) expect((await failure(egress.fetch(url("/redirect")))).failure).toBe("redirect");
+      for (let i = 0; i < 10; i++) expect((await failure(egress.fetch(url("/large")))).failure).toBe("too_large");
+      await expect(egress.fetchJson(url("/ok"))).resolves.toEqual({ path: "/ok" });
+      // An answer left unread would keep its connection open, busy: ten of them here.
+      expect(await eventually(() => server.open() <= 2)).toBe(true);
+    } finally {
+      await egress.close();
+      await server.stop();
+    }
+  });
+
+  it("keeps so many pools, closing the least recently used one's connections", async () => {
+    const servers = await Promise.all([connectionCounter(), connectionCounter(), connectionCounter()]);
+    const egress = guard({ allowInsecure: true, maxPools: 2 });
+    try {
+      const [a, b, c] = servers.map((s) => `http://127.0.0.1:${s.port}/ok`) as [string, string, string];
+      for (const url of [a, b, a, c]) await egress.fetchJson(url);
+      // a was used after b: b's pool is the one closed when c's is made.
+      expect(await eventually(() => servers[1]!.open() === 0)).toBe(true);
+      expect([servers[0]!.open(), servers[2]!.open()]).toEqual([1, 1]);
+      await egress.fetchJson(a);
+      expect(servers[0]!.made()).toBe(1);
+    } finally {
+      await egress.close();
+      await Promise.all(servers.map((s) => s.stop()));
+    }
+  });
+
+  it("close() ends the kept connections, and a later request fails without being sent", async () => {
+    const server = await connectionCounter();
+    const egress = guard({ allowInsecure: true });
+    try {
+      const url = `http://127.0.0.1:${server.port}/ok`;
+      await egress.fetchJson(url);
+      expect(server.open()).toBe(1);
+      await egress.close();
+      expect(await eventually(() => server.open() === 0)).toBe(true);
+      expect((await failure(egress.fetch(url))).failure).toBe("network");
+      expect(server.made()).toBe(1);
+    } finally {
+      await server.stop();
+    }
   });
 });

@@ -11,6 +11,10 @@ import { checkUrl, type CheckedUrl } from "./url-policy.js";
 export const DEFAULT_TIMEOUT_MS = 5_000;
 export const DEFAULT_MAX_BYTES = 256 * 1024;
 export const DEFAULT_MAX_IN_FLIGHT = 16;
+/** Connection pools kept for reuse, one per origin and set of checked addresses; the least recently used goes first. */
+export const DEFAULT_MAX_POOLS = 64;
+/** How long an idle connection is kept for the next request (less if the server says so). */
+const KEEP_ALIVE_MS = 4_000;
 /** One for the process, so that every guard shares the answers being waited for. */
 const systemResolve = dnsResolver();
 
@@ -27,6 +31,8 @@ export interface EgressOptions {
   maxBytes?: number;
   /** Outbound requests in flight at once; more fail fast. */
   maxInFlight?: number;
+  /** Connection pools kept (one per origin and set of checked addresses). */
+  maxPools?: number;
   resolve?: Resolve;
   connect?: PinnedConnect;
 }
@@ -82,14 +88,19 @@ export class Egress {
   private readonly timeoutMs: number;
   private readonly maxBytes: number;
   private readonly maxInFlight: number;
+  private readonly maxPools: number;
   private readonly resolve: Resolve;
   private readonly connect: PinnedConnect;
   private inFlight = 0;
+  /** Keyed by origin and checked addresses; a Map keeps insertion order, which serves as recency. */
+  private readonly pools = new Map<string, Agent>();
+  private closed = false;
 
   constructor(private readonly opts: EgressOptions) {
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.maxBytes = opts.maxBytes ?? DEFAULT_MAX_BYTES;
     this.maxInFlight = opts.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
+    this.maxPools = opts.maxPools ?? DEFAULT_MAX_POOLS;
     this.resolve = opts.resolve ?? systemResolve;
     this.connect = opts.connect ?? pinnedConnector(this.timeoutMs);
   }
@@ -113,6 +124,7 @@ export class Egress {
   readonly fetch: EgressFetch = async (url, init = {}) => {
     const target = checkUrl(url, { allowInsecure: this.opts.allowInsecure });
     const what = `${init.method ?? "GET"} ${target.url.origin}${target.url.pathname}`;
+    if (this.closed) throw new EgressError("network", `${what}: the server is shutting down`);
     if (this.inFlight >= this.maxInFlight) throw new EgressError("busy", `${what}: ${this.maxInFlight} outbound requests already in flight`);
     this.inFlight++;
     const deadline = AbortSignal.timeout(this.timeoutMs);
@@ -163,28 +175,60 @@ export class Egress {
     return found;
   }
 
-  /** One request over a dispatcher of its own whose connections can only reach `addresses`. */
-  private async exchange(url: URL, addresses: readonly LookupAddress[], init: EgressRequestInit, signal: AbortSignal, what: string): Promise<Response> {
-    const dispatcher = new Agent({ connect: (options, callback) => this.connect({ ...options, addresses }, callback) });
-    try {
-      const res = await undiciFetch(url, {
-        method: init.method ?? "GET",
-        ...(init.headers ? { headers: init.headers } : {}),
-        ...(init.body !== undefined ? { body: init.body } : {}),
-        ...(init.duplex ? { duplex: init.duplex } : {}),
-        signal,
-        redirect: "manual",
-        dispatcher,
+  /**
+   * The connection pool for `url`'s origin at exactly `addresses`: its connections can only reach
+   * those addresses, and a request whose name now resolves otherwise gets another pool. Reusing
+   * connections spares a TCP (and TLS) handshake per request, every webhook delivery to a receiver
+   * among them.
+   */
+  private poolFor(url: URL, addresses: readonly LookupAddress[]): Agent {
+    const key = `${url.origin} ${addresses.map((a) => `${a.family}/${a.address}`).sort().join(",")}`;
+    let pool = this.pools.get(key);
+    if (pool) this.pools.delete(key);
+    else {
+      pool = new Agent({
+        connect: (options, callback) => this.connect({ ...options, addresses }, callback),
+        keepAliveTimeout: KEEP_ALIVE_MS,
+        keepAliveMaxTimeout: KEEP_ALIVE_MS,
       });
-      if (res.status >= 300 && res.status < 400) {
-        throw new EgressError("redirect", `${what}: answered ${res.status} to ${res.headers.get("location") ?? "nowhere"} (redirects are not followed)`);
+      const oldest = this.pools.size >= this.maxPools ? this.pools.keys().next().value : undefined;
+      if (oldest !== undefined) {
+        // close() lets the requests it carries finish.
+        void this.pools.get(oldest)?.close().catch(() => {});
+        this.pools.delete(oldest);
       }
-      const body = await readBodyLimited(res, what, this.maxBytes);
-      const headers = new Headers();
-      for (const [name, value] of res.headers) if (!DROPPED_HEADERS.has(name)) headers.append(name, value);
-      return new Response(NULL_BODY_STATUSES.has(res.status) ? null : body, { status: res.status, statusText: res.statusText, headers });
-    } finally {
-      await dispatcher.destroy();
     }
+    this.pools.set(key, pool);
+    return pool;
+  }
+
+  /** Closes every kept connection; later requests fail. In-flight ones are cut off. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const pools = [...this.pools.values()];
+    this.pools.clear();
+    await Promise.all(pools.map((p) => p.destroy().catch(() => {})));
+  }
+
+  /** One request over the pool for `addresses`; the answer is read whole, so the connection is free again once it returns. */
+  private async exchange(url: URL, addresses: readonly LookupAddress[], init: EgressRequestInit, signal: AbortSignal, what: string): Promise<Response> {
+    const res = await undiciFetch(url, {
+      method: init.method ?? "GET",
+      ...(init.headers ? { headers: init.headers } : {}),
+      ...(init.body !== undefined ? { body: init.body } : {}),
+      ...(init.duplex ? { duplex: init.duplex } : {}),
+      signal,
+      redirect: "manual",
+      dispatcher: this.poolFor(url, addresses),
+    });
+    if (res.status >= 300 && res.status < 400) {
+      // An unread body would hold the connection.
+      await res.body?.cancel().catch(() => {});
+      throw new EgressError("redirect", `${what}: answered ${res.status} to ${res.headers.get("location") ?? "nowhere"} (redirects are not followed)`);
+    }
+    const body = await readBodyLimited(res, what, this.maxBytes);
+    const headers = new Headers();
+    for (const [name, value] of res.headers) if (!DROPPED_HEADERS.has(name)) headers.append(name, value);
+    return new Response(NULL_BODY_STATUSES.has(res.status) ? null : body, { status: res.status, statusText: res.statusText, headers });
   }
 }

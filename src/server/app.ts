@@ -329,6 +329,8 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       await adminTokenRenewal?.stop();
       await listener.close(config.shutdownGraceMs);
       await dispatching;
+      // Their kept connections (to receivers, issuers) close once nothing can send any more.
+      await Promise.all([webhookEgress.close(), egress.close()]);
       await hubClosed;
       await retentionStopped;
       await ctx.events.close();

@@ -200,6 +200,28 @@ describe("webhooks", () => {
     expect(JSON.stringify(created)).not.toContain(secret);
   });
 
+  it("sends a receiver's deliveries over kept connections, and closes them when the server stops", async () => {
+    const own = await startTestServer({ PLATFORM_ALLOW_INSECURE_ISSUERS: "true" });
+    const hook = await WebhookReceiver.start();
+    try {
+      const ownCall = restClient(own.url, own.token);
+      const org = uidOf(await createGroup(ownCall, "events-keep-alive"));
+      await ok(ownCall("POST", `/events/v2beta1/subscriptions/${org}`, { sink: hook.url, types: ["platform.registry.repo.created.v1"] }));
+      for (let i = 1; i <= 5; i++) {
+        await ok(ownCall("POST", `/registry/v2beta1/repos/${org}`, { name: `kept-${i}` }));
+        await hook.until((all) => all.length === i);
+      }
+      // One connection per delivery before (a TCP and TLS handshake each); a second one at most now.
+      expect(hook.connectionsMade).toBeLessThanOrEqual(2);
+      expect(hook.openConnections).toBeGreaterThan(0);
+      await own.stop();
+      await hook.until(() => hook.openConnections === 0, 2000);
+    } finally {
+      await own.stop();
+      await hook.stop();
+    }
+  });
+
   it("retries a receiver that answers 500: the fourth try delivers, and the last error is readable meanwhile", async () => {
     const flaky = await WebhookReceiver.start();
     try {

@@ -1,5 +1,5 @@
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 
 export interface Received {
   headers: IncomingHttpHeaders;
@@ -16,6 +16,9 @@ export class WebhookReceiver {
   answer: (r: Received, n: number) => number | "hang" = () => 200;
   private readonly server: Server;
   private waiters: (() => void)[] = [];
+  private readonly sockets = new Set<Socket>();
+  /** Connections made to it so far. */
+  connectionsMade = 0;
 
   private constructor() {
     this.server = createServer((req, res) => {
@@ -30,6 +33,16 @@ export class WebhookReceiver {
         res.writeHead(status).end();
       });
     });
+    this.server.on("connection", (socket: Socket) => {
+      this.connectionsMade++;
+      this.sockets.add(socket);
+      socket.once("close", () => this.sockets.delete(socket));
+    });
+  }
+
+  /** Connections open now. */
+  get openConnections(): number {
+    return this.sockets.size;
   }
 
   static async start(): Promise<WebhookReceiver> {
