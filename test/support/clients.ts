@@ -4,6 +4,7 @@ import { createClient, type Client, type Interceptor } from "@connectrpc/connect
 import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import grpc from "@grpc/grpc-js";
 import protoLoader from "@grpc/proto-loader";
+import { request, type Dispatcher } from "undici";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 
@@ -16,19 +17,36 @@ export interface RestResponse {
   headers: Headers;
 }
 
-/** fetch() against the REST surface with a bearer token (or none). */
+/** The answer's headers as a fetch Headers (made when a test asks for them). */
+function headersOf(raw: Record<string, string | string[] | undefined>): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(raw)) for (const v of Array.isArray(value) ? value : value === undefined ? [] : [value]) headers.append(name, v);
+  return headers;
+}
+
+/**
+ * Requests to the REST surface with a bearer token (or none). undici's request() rather than
+ * fetch(): a third less CPU a call, over the thousands of calls the suite makes.
+ */
 export function restClient(baseUrl: string, token: string | undefined) {
   return async (method: string, path: string, body?: unknown): Promise<RestResponse> => {
     const headers: Record<string, string> = {};
     if (token) headers["authorization"] = `Bearer ${token}`;
     if (body !== undefined) headers["content-type"] = "application/json";
-    const res = await fetch(baseUrl + path, {
-      method,
+    const res = await request(baseUrl + path, {
+      method: method as Dispatcher.HttpMethod,
       headers,
       body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
     });
-    const text = await res.text();
-    return { status: res.status, body: text ? (JSON.parse(text) as JsonObject) : {}, headers: res.headers };
+    const text = await res.body.text();
+    let made: Headers | undefined;
+    return {
+      status: res.statusCode,
+      body: text ? (JSON.parse(text) as JsonObject) : {},
+      get headers() {
+        return (made ??= headersOf(res.headers));
+      },
+    };
   };
 }
 
