@@ -76,6 +76,17 @@ const ORG_FOUNDERS: Record<OrgCreationPolicy, string> = {
   anyone: "anyone",
 };
 
+/**
+ * Grants live in IAM's tables (role bindings, root bindings, roles, identities): only a write of
+ * an IAM service can change them. A registry push, an advisory import or a subscription keeps
+ * the writing replica's cache (docs/design.md, "Tokens and access").
+ */
+const GRANTING_DOMAIN = "platform.iam.";
+
+function mayChangeGrants(service: string, decl: Authorization): boolean {
+  return service.startsWith(GRANTING_DOMAIN) && decl.scope !== Authorization_Scope.LIST && !decl.capability.endsWith(".list");
+}
+
 /** What authorization looks at: the same for an RPC interceptor and for the REST entry point. */
 export interface AuthorizedCall {
   service: DescService;
@@ -153,7 +164,7 @@ export class Authorizer {
         throw permissionDenied(`${call.method.name} declares an unknown scope`);
     }
     call.values.set(grantsKey, grants);
-    if (!opts.clearGrantsAfterWrites || decl.scope === Authorization_Scope.LIST || decl.capability.endsWith(".list")) return invoke();
+    if (!opts.clearGrantsAfterWrites || !mayChangeGrants(service, decl)) return invoke();
     // A write may have changed grants: clear this replica's cache once it is
     // committed (other replicas hear of it through NOTIFY).
     try {
