@@ -3,7 +3,7 @@ import { PGlite } from "@electric-sql/pglite";
 import { drizzle } from "drizzle-orm/pglite";
 import { migrate } from "drizzle-orm/pglite/migrator";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { initializedPgliteDir } from "../../test/support/fresh-store.js";
+import { pgliteDirFromTemplate } from "../../test/support/fresh-store.js";
 import { keepBuiltInTypeParsers } from "./pglite-parsers.js";
 
 // The store's PGlite keeps the parsers of the built-in types and their arrays only (pglite-parsers.ts).
@@ -13,15 +13,15 @@ const VALUES = `select array['a','b"c','{x,y}']::text[] as t, 9007199254740993::
   '2030-01-02T03:04:05.678Z'::timestamptz as ts, true as b, array[1,2]::int4[] as ints, 'x'::text as plain`;
 
 let client: PGlite;
-let store: Awaited<ReturnType<typeof initializedPgliteDir>>;
+let store: Awaited<ReturnType<typeof pgliteDirFromTemplate>>;
 /** The types PGlite had a parser for before the cut. */
 let parsedBefore: Set<string>;
 let valuesBefore: unknown[];
 
 beforeAll(async () => {
-  // One instance (on a copy of the initialized template: an initdb costs a second): read what it
-  // does in full, then cut it down.
-  store = await initializedPgliteDir("platform-pglite-parsers");
+  // One instance (on a copy of the migrated template: an initdb and the migrations cost two
+  // seconds; migrate() then finds nothing to do): read what it does in full, then cut it down.
+  store = await pgliteDirFromTemplate("platform-pglite-parsers", "migrated");
   client = new PGlite(store.dir);
   await client.waitReady;
   parsedBefore = new Set(Object.keys(client.parsers));

@@ -73,14 +73,15 @@ export function migratedStorePerFile(use: (handle: DatabaseHandle) => void): voi
 }
 
 /**
- * A PGlite data directory holding a copy of the initialized (not migrated) template, for specs
- * about PGlite itself: opening it skips the initdb that a new in-memory PGlite runs, a second of
- * CPU. Without the global setup the directory is empty and PGlite initializes it. `remove`
- * deletes it (close the PGlite first).
+ * A PGlite data directory holding a copy of a template (store-templates.ts): `empty`, initialized
+ * only, or `migrated`. For specs about PGlite itself: opening it skips the initdb that a new
+ * in-memory PGlite runs (a second of CPU), and with `migrated` the migrations too (another).
+ * Without the global setup the directory is empty and PGlite initializes it. `remove` deletes it
+ * (close the PGlite first).
  */
-export async function initializedPgliteDir(prefix: string): Promise<{ dir: string; remove: () => Promise<void> }> {
+export async function pgliteDirFromTemplate(prefix: string, kind: "empty" | "migrated"): Promise<{ dir: string; remove: () => Promise<void> }> {
   const parent = await mkdtemp(join(tmpdir(), `${prefix}-`));
   const dir = join(parent, "pglite");
-  await copyPgliteTemplate(dir, "empty");
+  await copyPgliteTemplate(dir, kind);
   return { dir, remove: () => rm(parent, { recursive: true, force: true }) };
 }
