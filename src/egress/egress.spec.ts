@@ -484,4 +484,19 @@ describe("Egress: keeps connections for the next request", () => {
       await server.stop();
     }
   });
+
+  it("a request still resolving its name when close() runs fails, and leaves no pool behind", async () => {
+    const server = await connectionCounter();
+    let answer!: (addresses: LookupAddress[]) => void;
+    const egress = guard({ allowInsecure: true, resolve: () => new Promise((resolve) => (answer = resolve)) });
+    try {
+      const pending = failure(egress.fetch(`http://slow.example:${server.port}/ok`));
+      await egress.close();
+      answer([{ address: "127.0.0.1", family: 4 }]);
+      expect((await pending).message).toContain("shutting down");
+      expect(server.made()).toBe(0);
+    } finally {
+      await server.stop();
+    }
+  });
 });

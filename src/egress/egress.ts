@@ -181,7 +181,9 @@ export class Egress {
    * connections spares a TCP (and TLS) handshake per request, every webhook delivery to a receiver
    * among them.
    */
-  private poolFor(url: URL, addresses: readonly LookupAddress[]): Agent {
+  private poolFor(url: URL, addresses: readonly LookupAddress[], what: string): Agent {
+    // A request that was resolving its name when close() ran: no new pool after the last was closed.
+    if (this.closed) throw new EgressError("network", `${what}: the server is shutting down`);
     const key = `${url.origin} ${addresses.map((a) => `${a.family}/${a.address}`).sort().join(",")}`;
     let pool = this.pools.get(key);
     if (pool) this.pools.delete(key);
@@ -219,7 +221,7 @@ export class Egress {
       ...(init.duplex ? { duplex: init.duplex } : {}),
       signal,
       redirect: "manual",
-      dispatcher: this.poolFor(url, addresses),
+      dispatcher: this.poolFor(url, addresses, what),
     });
     if (res.status >= 300 && res.status < 400) {
       // An unread body would hold the connection.
