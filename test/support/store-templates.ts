@@ -23,15 +23,15 @@ const COMPLETE = "complete";
 const require = createRequire(import.meta.url);
 
 /**
- * Makes the templates: a migrated PostgreSQL database when `adminUrl` is given (the run is on
- * PostgreSQL, and the few PGlite stores it still starts are made from nothing), named with
- * `prefix` so that the global teardown drops it with the run's other databases; otherwise a
- * migrated PGlite directory (with the built-in roles) and an initialized but empty one, kept
- * between runs (pgliteTemplates).
+ * Makes the templates: a migrated PGlite directory (with the built-in roles) and an initialized
+ * but empty one, kept between runs (pgliteTemplates); and when `adminUrl` is given (the run is on
+ * PostgreSQL) a migrated PostgreSQL database, named with `prefix` so that the global teardown
+ * drops it with the run's other databases. A run on PostgreSQL still opens a few PGlite stores
+ * (the specs of PGlite itself), each of which cost an initdb and the migrations, 1.5–2 core-seconds,
+ * when made from nothing; the PGlite templates are usually there already, from an earlier run.
  */
 export async function makeStoreTemplates(prefix: string, adminUrl: string | undefined): Promise<void> {
-  if (adminUrl) return makePostgresTemplate(prefix, adminUrl);
-  const root = await pgliteTemplates();
+  const [root] = await Promise.all([pgliteTemplates(), adminUrl ? makePostgresTemplate(prefix, adminUrl) : undefined]);
   process.env[PGLITE_EMPTY] = join(root, "empty");
   process.env[PGLITE_MIGRATED] = join(root, "migrated");
 }
