@@ -381,6 +381,10 @@ async function connectionCounter(host = "127.0.0.1"): Promise<{ port: number; ma
       res.writeHead(302, { location: "/elsewhere", "content-type": "text/html" });
       return res.end("<p>moved</p>".repeat(10_000));
     }
+    if (path === "/slow") {
+      setTimeout(() => json({ path })(req, res), 200);
+      return;
+    }
     if (path === "/large") {
       res.writeHead(200, { "content-type": "application/json" });
       for (let i = 0; i < 100; i++) res.write("x".repeat(1024));
@@ -482,6 +486,77 @@ describe("Egress: keeps connections for the next request", () => {
       expect(server.made()).toBe(1);
     } finally {
       await server.stop();
+    }
+  });
+
+  it("sends a request again on a connection of its own when the other side closed the kept one as it went out", async () => {
+    // A receiver that answers a connection's first request and drops it at the second, as one whose
+    // idle timeout ran out just then would.
+    let made = 0;
+    let requests = 0;
+    const server = http.createServer((req, res) => {
+      requests++;
+      const socket = req.socket as import("node:net").Socket & { served?: number };
+      socket.served = (socket.served ?? 0) + 1;
+      if (socket.served > 1) return socket.destroy();
+      req.resume();
+      req.on("end", () => json({ n: requests })(req, res));
+    });
+    server.on("connection", () => made++);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+    const egress = guard({ allowInsecure: true });
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+      const post = () => egress.fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+      expect((await post()).status).toBe(200);
+      // Until the kept connection is idle again.
+      await new Promise((r) => setTimeout(r, 50));
+      const second = await post();
+      expect([second.status, await second.json()]).toEqual([200, { n: 3 }]);
+      expect([made, requests]).toEqual([2, 3]);
+    } finally {
+      await egress.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it("a pool pushed out while it carries a request closes its connection once that request is done", async () => {
+    const slow = await connectionCounter();
+    const other = await connectionCounter();
+    const egress = guard({ allowInsecure: true, maxPools: 1 });
+    try {
+      const answered = egress.fetchJson(`http://127.0.0.1:${slow.port}/slow`);
+      await new Promise((r) => setTimeout(r, 50));
+      await egress.fetchJson(`http://127.0.0.1:${other.port}/ok`);
+      await expect(answered).resolves.toEqual({ path: "/slow" });
+      // Kept, its connection would stay open for the keep-alive's 4 s.
+      expect(await eventually(() => slow.open() === 0, 1_000)).toBe(true);
+      expect(other.open()).toBe(1);
+    } finally {
+      await egress.close();
+      await Promise.all([slow.stop(), other.stop()]);
+    }
+  });
+
+  it("close() also cuts off a request that a pool pushed out of the kept ones still carries", async () => {
+    const servers = await Promise.all([connectionCounter(), connectionCounter()]);
+    const hanging = http.createServer(() => {});
+    await new Promise<void>((resolve) => hanging.listen(0, "127.0.0.1", () => resolve()));
+    const egress = guard({ allowInsecure: true, maxPools: 1, timeoutMs: 5_000 });
+    try {
+      const started = Date.now();
+      const cut = failure(egress.fetch(`http://127.0.0.1:${(hanging.address() as AddressInfo).port}/never`));
+      await new Promise((r) => setTimeout(r, 50));
+      // Another origin: the hanging request's pool is pushed out, and finishes what it carries.
+      await egress.fetchJson(`http://127.0.0.1:${servers[0]!.port}/ok`);
+      await egress.close();
+      expect((await cut).failure).toBe("network");
+      expect(Date.now() - started).toBeLessThan(2_000);
+    } finally {
+      hanging.closeAllConnections();
+      await new Promise<void>((resolve) => hanging.close(() => resolve()));
+      await Promise.all(servers.map((s) => s.stop()));
     }
   });
 

@@ -18,6 +18,12 @@ const KEEP_ALIVE_MS = 4_000;
 /** One for the process, so that every guard shares the answers being waited for. */
 const systemResolve = dnsResolver();
 
+/** A kept connection pool and how many requests are using it. */
+interface Pool {
+  agent: Agent;
+  active: number;
+}
+
 /** Statuses whose Response may not carry a body. */
 const NULL_BODY_STATUSES = new Set([204, 205]);
 /** The answer is handed on decoded and whole, so these no longer describe it. */
@@ -93,7 +99,9 @@ export class Egress {
   private readonly connect: PinnedConnect;
   private inFlight = 0;
   /** Keyed by origin and checked addresses; a Map keeps insertion order, which serves as recency. */
-  private readonly pools = new Map<string, Agent>();
+  private readonly pools = new Map<string, Pool>();
+  /** Pools pushed out of `pools`, still carrying requests. */
+  private readonly retired = new Set<Pool>();
   private closed = false;
 
   constructor(private readonly opts: EgressOptions) {
@@ -179,41 +187,77 @@ export class Egress {
    * The connection pool for `url`'s origin at exactly `addresses`: its connections can only reach
    * those addresses, and a request whose name now resolves otherwise gets another pool. Reusing
    * connections spares a TCP (and TLS) handshake per request, every webhook delivery to a receiver
-   * among them.
+   * among them. The caller counts itself in `active` while it uses the pool.
    */
-  private poolFor(url: URL, addresses: readonly LookupAddress[], what: string): Agent {
+  private poolFor(url: URL, addresses: readonly LookupAddress[], what: string): Pool {
     // A request that was resolving its name when close() ran: no new pool after the last was closed.
     if (this.closed) throw new EgressError("network", `${what}: the server is shutting down`);
     const key = `${url.origin} ${addresses.map((a) => `${a.family}/${a.address}`).sort().join(",")}`;
     let pool = this.pools.get(key);
     if (pool) this.pools.delete(key);
     else {
-      pool = new Agent({
-        connect: (options, callback) => this.connect({ ...options, addresses }, callback),
-        keepAliveTimeout: KEEP_ALIVE_MS,
-        keepAliveMaxTimeout: KEEP_ALIVE_MS,
-      });
-      const oldest = this.pools.size >= this.maxPools ? this.pools.keys().next().value : undefined;
-      if (oldest !== undefined) {
-        // close() lets the requests it carries finish.
-        void this.pools.get(oldest)?.close().catch(() => {});
-        this.pools.delete(oldest);
+      pool = {
+        agent: new Agent({
+          connect: (options, callback) => this.connect({ ...options, addresses }, callback),
+          keepAliveTimeout: KEEP_ALIVE_MS,
+          keepAliveMaxTimeout: KEEP_ALIVE_MS,
+        }),
+        active: 0,
+      };
+      const oldest = this.pools.size >= this.maxPools ? this.pools.entries().next().value : undefined;
+      if (oldest) {
+        // Pushed out: closed at once, or once the requests it carries are done (leave()).
+        this.pools.delete(oldest[0]);
+        if (oldest[1].active === 0) void oldest[1].agent.destroy().catch(() => {});
+        else this.retired.add(oldest[1]);
       }
     }
     this.pools.set(key, pool);
     return pool;
   }
 
+  /** A request is done with `pool`: a pool pushed out meanwhile is closed once nobody uses it. */
+  private leave(pool: Pool): void {
+    pool.active--;
+    if (pool.active === 0 && this.retired.delete(pool)) void pool.agent.destroy().catch(() => {});
+  }
+
   /** Closes every kept connection; later requests fail. In-flight ones are cut off. */
   async close(): Promise<void> {
     this.closed = true;
-    const pools = [...this.pools.values()];
+    const pools = [...this.pools.values(), ...this.retired];
     this.pools.clear();
-    await Promise.all(pools.map((p) => p.destroy().catch(() => {})));
+    this.retired.clear();
+    // destroy(), not close(): undici's destroy() no longer cuts off requests after a close().
+    await Promise.all(pools.map((p) => p.agent.destroy().catch(() => {})));
   }
 
-  /** One request over the pool for `addresses`; the answer is read whole, so the connection is free again once it returns. */
+  /**
+   * One request over the pool for `addresses`; the answer is read whole, so the connection is
+   * free again once it returns. A kept connection can be closed by the other side just as a
+   * request goes out on it (a receiver whose idle timeout is shorter than ours, without saying
+   * so), and undici does not resend a POST: such a request is sent once more, on a connection of
+   * its own, when its body can be sent again.
+   */
   private async exchange(url: URL, addresses: readonly LookupAddress[], init: EgressRequestInit, signal: AbortSignal, what: string): Promise<Response> {
+    const pool = this.poolFor(url, addresses, what);
+    pool.active++;
+    try {
+      return await this.send(url, init, signal, what, pool.agent);
+    } catch (e) {
+      if (e instanceof EgressError || signal.aborted || !closedUnderneath(e) || init.body instanceof ReadableStream) throw e;
+    } finally {
+      this.leave(pool);
+    }
+    const own = new Agent({ connect: (options, callback) => this.connect({ ...options, addresses }, callback) });
+    try {
+      return await this.send(url, init, signal, what, own);
+    } finally {
+      await own.destroy().catch(() => {});
+    }
+  }
+
+  private async send(url: URL, init: EgressRequestInit, signal: AbortSignal, what: string, dispatcher: Agent): Promise<Response> {
     const res = await undiciFetch(url, {
       method: init.method ?? "GET",
       ...(init.headers ? { headers: init.headers } : {}),
@@ -221,7 +265,7 @@ export class Egress {
       ...(init.duplex ? { duplex: init.duplex } : {}),
       signal,
       redirect: "manual",
-      dispatcher: this.poolFor(url, addresses, what),
+      dispatcher,
     });
     if (res.status >= 300 && res.status < 400) {
       // An unread body would hold the connection.
@@ -233,4 +277,13 @@ export class Egress {
     for (const [name, value] of res.headers) if (!DROPPED_HEADERS.has(name)) headers.append(name, value);
     return new Response(NULL_BODY_STATUSES.has(res.status) ? null : body, { status: res.status, statusText: res.statusText, headers });
   }
+}
+
+/** A failure of the connection itself before any answer: the other side closed or reset it. */
+function closedUnderneath(e: unknown): boolean {
+  for (let cur = e; cur instanceof Error; cur = cur.cause) {
+    const code = (cur as NodeJS.ErrnoException).code;
+    if (code === "UND_ERR_SOCKET" || code === "ECONNRESET" || code === "EPIPE") return true;
+  }
+  return false;
 }
