@@ -77,9 +77,10 @@ const ORG_FOUNDERS: Record<OrgCreationPolicy, string> = {
 };
 
 /**
- * Grants live in IAM's tables (role bindings, root bindings, roles, identities): only a write of
- * an IAM service can change them. A registry push, an advisory import or a subscription keeps
- * the writing replica's cache (docs/design.md, "Tokens and access").
+ * Grants live in IAM's tables (role bindings, root bindings, roles, identities), which of the
+ * API's services only IAM's write: after a registry push, an advisory import or a subscription
+ * the writing replica keeps its cache (docs/design.md, "Tokens and access"). Sign-in writes
+ * bindings too, outside the API; for those the NOTIFY alone clears the caches.
  */
 const GRANTING_DOMAIN = "platform.iam.";
 

@@ -16,7 +16,8 @@ import { copyPgliteTemplate } from "../support/store-templates.js";
 
 const ENTRY = COMPILED_SERVER;
 const dataDirs: string[] = [];
-const databases: (() => void)[] = [];
+/** Pooled databases, each with the server that used it: given back only once that server is gone. */
+const databases: { release: () => void; server: number | undefined }[] = [];
 
 beforeAll(() => {
   // npm ci builds dist/ (prepare); built again here when it is missing or older than the sources.
@@ -24,7 +25,8 @@ beforeAll(() => {
 }, 120_000);
 afterAll(async () => {
   for (const dir of dataDirs) await rm(dir, { recursive: true, force: true });
-  for (const release of databases) release();
+  // A server still running (a test that failed before stopping it) keeps its database: the run's teardown drops it.
+  for (const { release, server } of databases) if (server !== undefined && !alive(server)) release();
 });
 
 /**
@@ -53,8 +55,6 @@ async function npmStart(dataDir: string, extra: Record<string, string> = {}): Pr
   if (database) env["DATABASE_URL"] = database.store;
   const npm = spawn("npm", ["start", "--silent"], { env, stdio: ["ignore", "pipe", "pipe"] });
   const exited = new Promise<number | null>((resolve) => npm.once("exit", (code) => resolve(code)));
-  // Given back when the file ends: the server, not npm, holds its connections, and it may outlive npm.
-  if (database) databases.push(database.release);
   let out = "";
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no port in 30 s: ${out}`)), 30_000);
@@ -67,6 +67,8 @@ async function npmStart(dataDir: string, extra: Record<string, string> = {}): Pr
       }
     });
   });
+  // The server, not npm, holds the database's connections, and it may outlive npm.
+  if (database) databases.push({ release: database.release, server: serverPid(npm) });
   return { npm, port, exited, log: out };
 }
 

@@ -33,6 +33,9 @@ export class WebhookReceiver {
         res.writeHead(status).end();
       });
     });
+    // Connections stay open as long as the sender keeps them (Node's default closes them after 5 s
+    // idle), so that a test sees what the sender does with them.
+    this.server.keepAliveTimeout = 60_000;
     this.server.on("connection", (socket: Socket) => {
       this.connectionsMade++;
       this.sockets.add(socket);
