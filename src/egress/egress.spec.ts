@@ -415,7 +415,8 @@ async function eventually(check: () => boolean, ms = 2_000): Promise<boolean> {
   return check();
 }
 
-describe("Egress: keeps connections for the next request", () => {
+// Each case has its servers and guard of its own, and most of their time is waiting: side by side.
+describe.concurrent("Egress: keeps connections for the next request", () => {
   it("reuses connections per origin and checked addresses; a different answer gets a connection of its own", async () => {
     const server = await connectionCounter("127.0.0.2");
     const first = ["127.0.0.2"];
