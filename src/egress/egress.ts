@@ -132,7 +132,7 @@ export class Egress {
   readonly fetch: EgressFetch = async (url, init = {}) => {
     const target = checkUrl(url, { allowInsecure: this.opts.allowInsecure });
     const what = `${init.method ?? "GET"} ${target.url.origin}${target.url.pathname}`;
-    if (this.closed) throw new EgressError("network", `${what}: the server is shutting down`);
+    if (this.closed) throw shuttingDown(what);
     if (this.inFlight >= this.maxInFlight) throw new EgressError("busy", `${what}: ${this.maxInFlight} outbound requests already in flight`);
     this.inFlight++;
     const deadline = AbortSignal.timeout(this.timeoutMs);
@@ -191,19 +191,12 @@ export class Egress {
    */
   private poolFor(url: URL, addresses: readonly LookupAddress[], what: string): Pool {
     // A request that was resolving its name when close() ran: no new pool after the last was closed.
-    if (this.closed) throw new EgressError("network", `${what}: the server is shutting down`);
+    if (this.closed) throw shuttingDown(what);
     const key = `${url.origin} ${addresses.map((a) => `${a.family}/${a.address}`).sort().join(",")}`;
     let pool = this.pools.get(key);
     if (pool) this.pools.delete(key);
     else {
-      pool = {
-        agent: new Agent({
-          connect: (options, callback) => this.connect({ ...options, addresses }, callback),
-          keepAliveTimeout: KEEP_ALIVE_MS,
-          keepAliveMaxTimeout: KEEP_ALIVE_MS,
-        }),
-        active: 0,
-      };
+      pool = { agent: this.pinnedAgent(addresses, { keepAliveTimeout: KEEP_ALIVE_MS, keepAliveMaxTimeout: KEEP_ALIVE_MS }), active: 0 };
       const oldest = this.pools.size >= this.maxPools ? this.pools.entries().next().value : undefined;
       if (oldest) {
         // Pushed out: closed at once, or once the requests it carries are done (leave()).
@@ -214,6 +207,11 @@ export class Egress {
     }
     this.pools.set(key, pool);
     return pool;
+  }
+
+  /** An undici Agent whose connections can only reach `addresses`. */
+  private pinnedAgent(addresses: readonly LookupAddress[], options: Omit<Agent.Options, "connect"> = {}): Agent {
+    return new Agent({ ...options, connect: (target, callback) => this.connect({ ...target, addresses }, callback) });
   }
 
   /** A request is done with `pool`: a pool pushed out meanwhile is closed once nobody uses it. */
@@ -249,7 +247,7 @@ export class Egress {
     } finally {
       this.leave(pool);
     }
-    const own = new Agent({ connect: (options, callback) => this.connect({ ...options, addresses }, callback) });
+    const own = this.pinnedAgent(addresses);
     try {
       return await this.send(url, init, signal, what, own);
     } finally {
@@ -278,6 +276,8 @@ export class Egress {
     return new Response(NULL_BODY_STATUSES.has(res.status) ? null : body, { status: res.status, statusText: res.statusText, headers });
   }
 }
+
+const shuttingDown = (what: string) => new EgressError("network", `${what}: the server is shutting down`);
 
 /** A failure of the connection itself before any answer: the other side closed or reset it. */
 function closedUnderneath(e: unknown): boolean {

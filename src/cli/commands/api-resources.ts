@@ -53,9 +53,10 @@ const specs = new Map<DescService, ResourceSpec>();
 
 /** A service's commands: derived, then overridden. */
 export function resourceSpec(service: DescService, overrides: Readonly<Record<string, ResourceOverride>> = OVERRIDES): ResourceSpec {
-  if (overrides !== OVERRIDES) return withOverride(deriveResourceSpec(service), overrides[service.typeName]);
+  const derive = () => withOverride(deriveResourceSpec(service), overrides[service.typeName]);
+  if (overrides !== OVERRIDES) return derive();
   let spec = specs.get(service);
-  if (!spec) specs.set(service, (spec = withOverride(deriveResourceSpec(service), overrides[service.typeName])));
+  if (!spec) specs.set(service, (spec = derive()));
   return spec;
 }
 
