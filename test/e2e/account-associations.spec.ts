@@ -2,12 +2,12 @@ import { Code } from "@connectrpc/connect";
 import { beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { AccountAssociationsService } from "../../gen/platform/iam/v2beta1/account_associations_pb.js";
-import { connectClient, grpcStatusDetails, restClient, type JsonObject } from "../support/clients.js";
+import { connectClient, grpcStatusDetails, type JsonObject, type RestClient } from "../support/clients.js";
 import { connectFailure } from "../support/connect-failure.js";
 import { grpcSuite } from "../support/grpc-suite.js";
 import { createGroup, expectInvalid, expectPrecondition, ok, uidOf } from "../support/rest-iam.js";
 import type { TestServer } from "../support/server.js";
-import { sharedServer } from "../support/shared-server.js";
+import { sharedServerAsAdmin } from "../support/shared-server.js";
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const TENANT = "6f1c1d2e-3a4b-4c5d-8e9f-0a1b2c3d4e5f";
@@ -15,12 +15,8 @@ const CLIENT = "0b9f6a8e-1c2d-4e3f-9a8b-7c6d5e4f3a2b";
 const BASE = "/iam/v2beta1/accountAssociations";
 
 let server: TestServer;
-let call: ReturnType<typeof restClient>;
-
-beforeAll(async () => {
-  server = await sharedServer();
-  call = restClient(server.url, server.token);
-});
+let call: RestClient;
+beforeAll(async () => ({ server, call } = await sharedServerAsAdmin()));
 
 const group = async (name: string, parent?: string) => uidOf(await createGroup(call, name, parent));
 const associate = (groupUid: string, body: JsonObject) => ok(call("POST", `${BASE}/${groupUid}`, body));

@@ -4,20 +4,16 @@ import grpc from "@grpc/grpc-js";
 import { beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { AdvisoriesService, ImportAdvisoriesResponse_Outcome as Outcome } from "../../gen/platform/vulnerabilities/v2beta1/advisories_pb.js";
-import { connectClient, grpcStatusDetails, restClient, type JsonObject, type JsonValue, type Protocol } from "../support/clients.js";
+import { connectClient, grpcStatusDetails, type JsonObject, type JsonValue, type Protocol, type RestClient } from "../support/clients.js";
 import { grpcSuite } from "../support/grpc-suite.js";
 import { connectFailure } from "../support/connect-failure.js";
 import { ok as okBody, restDetail } from "../support/rest-iam.js";
 import type { TestServer } from "../support/server.js";
-import { sharedServer } from "../support/shared-server.js";
+import { sharedServerAsAdmin } from "../support/shared-server.js";
 
 let server: TestServer;
-let call: ReturnType<typeof restClient>;
-
-beforeAll(async () => {
-  server = await sharedServer();
-  call = restClient(server.url, server.token);
-});
+let call: RestClient;
+beforeAll(async () => ({ server, call } = await sharedServerAsAdmin()));
 
 const ok = (method: string, path: string, body?: unknown) => okBody(call(method, path, body));
 

@@ -16,7 +16,7 @@ import {
   rpcCall,
   type ApiMethod,
 } from "../support/api-methods.js";
-import { restClient, type JsonObject, type JsonValue } from "../support/clients.js";
+import { restClient, type JsonObject, type JsonValue, type RestClient } from "../support/clients.js";
 import { bind, bootstrapIdentityUid, createGroup, createIdentity, createRole, ok, uidOf } from "../support/rest-iam.js";
 import type { TestServer } from "../support/server.js";
 import { sharedServer } from "../support/shared-server.js";
@@ -69,7 +69,7 @@ const ROLES: RoleUnderTest[] = [
 ];
 
 let server: TestServer;
-let admin: ReturnType<typeof restClient>;
+let admin: RestClient;
 let grpc: Transport;
 let advisoryUid = "";
 /** A root binding the admin made (of the bootstrap identity): root-scope methods target it. */

@@ -5,7 +5,7 @@ import { eq } from "drizzle-orm";
 import { BUILT_IN_ROLES, declaredAuthorization } from "../../src/authz/index.js";
 import { schema } from "../../src/db/index.js";
 import { API_SERVICES } from "../../src/services/index.js";
-import { grpcJsClient, grpcUnary, restClient, type JsonObject, type RestResponse } from "../support/clients.js";
+import { grpcJsClient, grpcUnary, restClient, type JsonObject, type RestResponse, type RestClient } from "../support/clients.js";
 import { startOidcProvider, type TestOidcProvider } from "../support/oidc-provider.js";
 import { bind, createGroup, createIdentity, createRole, ok, uidOf } from "../support/rest-iam.js";
 import { startTestServer, type TestServer } from "../support/server.js";
@@ -13,7 +13,7 @@ import { startTestServer, type TestServer } from "../support/server.js";
 const OSV_DOCUMENT = { id: "CVE-2099-0001", modified: "2024-01-01T00:00:00Z", aliases: [] };
 
 let server: TestServer;
-let admin: ReturnType<typeof restClient>;
+let admin: RestClient;
 
 beforeAll(async () => {
   server = await startTestServer({ PLATFORM_ALLOW_INSECURE_ISSUERS: "true" });
@@ -53,7 +53,7 @@ describe("an identity bound as viewer in org A (token from the exchange)", () =>
   let orgA: string;
   let orgB: string;
   let teamB: string;
-  let viewer: ReturnType<typeof restClient>;
+  let viewer: RestClient;
 
   beforeAll(async () => {
     provider = await startOidcProvider(["ci-robot"]);

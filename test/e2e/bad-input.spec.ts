@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { RolesService } from "../../gen/platform/iam/v2beta1/roles_pb.js";
-import { connectClient, restClient, type JsonObject, type Protocol } from "../support/clients.js";
+import { connectClient, restClient, type JsonObject, type Protocol, type RestClient } from "../support/clients.js";
 import { createGroup, restDetail, uidOf } from "../support/rest-iam.js";
 import type { TestServer } from "../support/server.js";
 import { sharedServer } from "../support/shared-server.js";
@@ -14,7 +14,7 @@ import { sharedServer } from "../support/shared-server.js";
 // field on every protocol — never a 500 — and never reach a query.
 
 let server: TestServer;
-let call: ReturnType<typeof restClient>;
+let call: RestClient;
 let org: string;
 
 beforeAll(async () => {

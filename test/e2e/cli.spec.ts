@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deriveResourceSpec } from "../../src/cli/commands/derived-spec.js";
 import { buildProgram } from "../../src/cli/program.js";
 import { API_SERVICES } from "../../src/services/index.js";
-import { restClient, type JsonObject } from "../support/clients.js";
+import { restClient, type JsonObject, type RestClient } from "../support/clients.js";
 import { runCliInProcess, startCliInProcess } from "../support/cli-in-process.js";
 import { cliEnv, LAUNCHER, runCli, runCliInTerminal, startCli, type CliResult } from "../support/cli-process.js";
 import { startOidcProvider, type TestOidcProvider } from "../support/oidc-provider.js";
@@ -20,7 +20,7 @@ import { startTestServer, type TestServer } from "../support/server.js";
 
 let server: TestServer;
 let provider: TestOidcProvider;
-let admin: ReturnType<typeof restClient>;
+let admin: RestClient;
 let tmp: string;
 let orgUid: string;
 

@@ -1,6 +1,6 @@
 import http2 from "node:http2";
 import net from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, it } from "vitest";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 // Slow and idle clients cannot hold sockets: header, request and idle

@@ -4,7 +4,7 @@ import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { RoleBindingsService } from "../../gen/platform/iam/v2beta1/role_bindings_pb.js";
 import { schema } from "../../src/db/index.js";
-import { connectClient, restClient, type JsonObject, type RestResponse } from "../support/clients.js";
+import { connectClient, restClient, type JsonObject, type RestResponse, type RestClient } from "../support/clients.js";
 import { bind, createGroup, createIdentity, createRole, ok, restDetail, uidOf } from "../support/rest-iam.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { sharedServer } from "../support/shared-server.js";
@@ -13,7 +13,7 @@ import { sharedServer } from "../support/shared-server.js";
 // organization": each must be refused, on REST and gRPC alike.
 
 let server: TestServer;
-let admin: ReturnType<typeof restClient>;
+let admin: RestClient;
 let org: string;
 let team: string;
 

@@ -3,7 +3,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventsService, type Event } from "../../gen/platform/events/v2beta1/events_pb.js";
-import { connectClient, grpcJsClient, restClient, type JsonObject } from "../support/clients.js";
+import { connectClient, grpcJsClient, restClient, type JsonObject, type RestClient } from "../support/clients.js";
 import { bind, bootstrapIdentityUid, createGroup, createIdentity, expectInvalid, ok, uidOf } from "../support/rest-iam.js";
 import { startOidcProvider } from "../support/oidc-provider.js";
 import { startTestServer, type TestServer } from "../support/server.js";
@@ -13,7 +13,7 @@ import { WebhookReceiver } from "../support/webhook-receiver.js";
 // send to loopback (development) and retries after 50 ms.
 
 let server: TestServer;
-let call: ReturnType<typeof restClient>;
+let call: RestClient;
 let receiver: WebhookReceiver;
 let admin = "";
 

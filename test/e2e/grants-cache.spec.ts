@@ -1,23 +1,19 @@
 import { sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { GRANTS_CHANGED_CHANNEL } from "../../src/authz/index.js";
-import { restClient, type RestResponse } from "../support/clients.js";
+import { restClient, type RestResponse, type RestClient } from "../support/clients.js";
 import { bind, createGroup, createIdentity, createRole, ok, uidOf } from "../support/rest-iam.js";
 import type { TestServer } from "../support/server.js";
-import { sharedServer } from "../support/shared-server.js";
+import { sharedServerAsAdmin } from "../support/shared-server.js";
 
 // The per-replica cache of callers' grants (docs/design.md, "Tokens and access"): cleared by the
 // database's NOTIFY when bindings, root bindings or roles change, and on PostgreSQL also by the
 // replica after each write it serves, since its NOTIFY may reach the replica after the response.
 
 let server: TestServer;
-let admin: ReturnType<typeof restClient>;
+let admin: RestClient;
 let counter = 0;
-
-beforeAll(async () => {
-  server = await sharedServer();
-  admin = restClient(server.url, server.token);
-});
+beforeAll(async () => ({ server, call: admin } = await sharedServerAsAdmin()));
 
 /** An organization with a caller bound to a custom role holding `capabilities` there. */
 async function callerWith(capabilities: string[]) {

@@ -5,7 +5,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { GroupInvitesService } from "../../gen/platform/iam/v2beta1/group_invites_pb.js";
 import { schema } from "../../src/db/index.js";
-import { connectClient, grpcStatusDetails, restClient, type JsonObject } from "../support/clients.js";
+import { connectClient, grpcStatusDetails, restClient, type JsonObject, type RestClient } from "../support/clients.js";
 import { connectFailure } from "../support/connect-failure.js";
 import { grpcSuite } from "../support/grpc-suite.js";
 import { createGroup, createRole, expectInvalid, expectPrecondition, ok, uidOf } from "../support/rest-iam.js";
@@ -19,7 +19,7 @@ const VIEWER = { uid: "viewer", name: "viewer", description: "Read access to eve
 
 let server: TestServer;
 // The token is read at each call: a test moves the clock past its expiry and renews it.
-const call: ReturnType<typeof restClient> = (...args) => restClient(server.url, server.token)(...args);
+const call: RestClient = (...args) => restClient(server.url, server.token)(...args);
 
 beforeAll(async () => {
   server = await sharedServer();

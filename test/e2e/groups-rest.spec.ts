@@ -1,18 +1,14 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { restClient, type JsonObject, type RestResponse } from "../support/clients.js";
+import { restClient, type JsonObject, type RestResponse, type RestClient } from "../support/clients.js";
 import type { TestServer } from "../support/server.js";
-import { sharedServer } from "../support/shared-server.js";
+import { sharedServerAsAdmin } from "../support/shared-server.js";
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const ROOT_UID = /^[0-9a-f]{40}$/;
 
 let server: TestServer;
-let call: ReturnType<typeof restClient>;
-
-beforeAll(async () => {
-  server = await sharedServer();
-  call = restClient(server.url, server.token);
-});
+let call: RestClient;
+beforeAll(async () => ({ server, call } = await sharedServerAsAdmin()));
 
 function details(res: RestResponse): JsonObject[] {
   return res.body["details"] as JsonObject[];

@@ -3,21 +3,17 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { IdentitiesService } from "../../gen/platform/iam/v2beta1/identities_pb.js";
-import { connectClient, grpcStatusDetails, restClient, type JsonObject } from "../support/clients.js";
+import { connectClient, grpcStatusDetails, type JsonObject, type RestClient } from "../support/clients.js";
 import { grpcSuite } from "../support/grpc-suite.js";
 import { TIMESTAMP, bootstrapIdentityUid, createGroup, createIdentity, expectHeldUntilDeleted, expectInvalid, ok, restDetail, uidOf } from "../support/rest-iam.js";
 import type { TestServer } from "../support/server.js";
-import { sharedServer } from "../support/shared-server.js";
+import { sharedServerAsAdmin } from "../support/shared-server.js";
 
 const GITHUB = "https://token.actions.githubusercontent.com";
 
 let server: TestServer;
-let call: ReturnType<typeof restClient>;
-
-beforeAll(async () => {
-  server = await sharedServer();
-  call = restClient(server.url, server.token);
-});
+let call: RestClient;
+beforeAll(async () => ({ server, call } = await sharedServerAsAdmin()));
 
 const names = (body: JsonObject) => (body["identities"] as JsonObject[]).map((i) => i["name"]);
 

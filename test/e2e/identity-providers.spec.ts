@@ -7,23 +7,19 @@ import { IdentityProviderSchema, IdentityProvidersService } from "../../gen/plat
 import { SecretBox } from "../../src/crypto/index.js";
 import { schema } from "../../src/db/index.js";
 import { clientSecretContext } from "../../src/services/iam/identity-provider-secret.js";
-import { connectClient, grpcStatusDetails, restClient, type JsonObject } from "../support/clients.js";
+import { connectClient, grpcStatusDetails, type JsonObject, type RestClient } from "../support/clients.js";
 import { connectFailure } from "../support/connect-failure.js";
 import { grpcSuite } from "../support/grpc-suite.js";
 import { createGroup, createRole, expectInvalid, expectPrecondition, ok, uidOf } from "../support/rest-iam.js";
 import type { TestServer } from "../support/server.js";
-import { sharedServer } from "../support/shared-server.js";
+import { sharedServerAsAdmin } from "../support/shared-server.js";
 
 const BASE = "/iam/v2beta1/identityProviders";
 const ISSUER = "https://accounts.example.com";
 
 let server: TestServer;
-let call: ReturnType<typeof restClient>;
-
-beforeAll(async () => {
-  server = await sharedServer();
-  call = restClient(server.url, server.token);
-});
+let call: RestClient;
+beforeAll(async () => ({ server, call } = await sharedServerAsAdmin()));
 
 const group = async (name: string, parent?: string) => uidOf(await createGroup(call, name, parent));
 const customRole = async (groupUid: string, name: string) => uidOf(await createRole(call, groupUid, { name, capabilities: ["repo.list"] }));

@@ -6,7 +6,7 @@ import { Ajv2020 } from "ajv/dist/2020.js";
 import { beforeAll, describe, expect, it } from "vitest";
 import { RouteTable } from "../../src/rest/route-table.js";
 import { API_SERVICES } from "../../src/services/index.js";
-import { restClient, type JsonObject } from "../support/clients.js";
+import { restClient, type JsonObject, type RestClient } from "../support/clients.js";
 import type { TestServer } from "../support/server.js";
 import { sharedServer } from "../support/shared-server.js";
 
@@ -15,7 +15,7 @@ import { sharedServer } from "../support/shared-server.js";
 // schemas match what the server really answers.
 
 let server: TestServer;
-let call: ReturnType<typeof restClient>;
+let call: RestClient;
 let doc: JsonObject;
 let ajv: Ajv2020;
 

@@ -17,7 +17,7 @@ import {
   type ApiMethod,
   type RestBinding,
 } from "../support/api-methods.js";
-import { restClient, type JsonObject, type JsonValue } from "../support/clients.js";
+import { restClient, type JsonObject, type JsonValue, type RestClient } from "../support/clients.js";
 import { bind, createGroup, createIdentity, createRole, ok, uidOf } from "../support/rest-iam.js";
 import type { TestServer } from "../support/server.js";
 import { sharedServer } from "../support/shared-server.js";
@@ -136,7 +136,7 @@ function methodOf(key: string): ApiMethod {
 }
 
 let server: TestServer;
-let admin: ReturnType<typeof restClient>;
+let admin: RestClient;
 let transports: Record<Exclude<Protocol, "rest">, Transport>;
 
 /** The first REST binding whose path variables the request fills (CreateGroup has one with and one without a parent). */

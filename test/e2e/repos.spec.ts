@@ -5,12 +5,12 @@ import { BadRequestSchema, ErrorInfoSchema, PreconditionFailureSchema } from "..
 import { GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { ReposService } from "../../gen/platform/registry/v2beta1/repos_pb.js";
 import { TagsService } from "../../gen/platform/registry/v2beta1/tags_pb.js";
-import { connectClient, grpcStatusDetails, restClient, type JsonObject, type Protocol } from "../support/clients.js";
+import { connectClient, grpcStatusDetails, type JsonObject, type Protocol, type RestClient } from "../support/clients.js";
 import { grpcSuite } from "../support/grpc-suite.js";
 import { connectFailure } from "../support/connect-failure.js";
 import { ok as okBody, restDetail } from "../support/rest-iam.js";
 import type { TestServer } from "../support/server.js";
-import { sharedServer } from "../support/shared-server.js";
+import { sharedServerAsAdmin } from "../support/shared-server.js";
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const REPO_NAME_RULE =
@@ -18,12 +18,8 @@ const REPO_NAME_RULE =
 const DIGEST_A = `sha256:${"a".repeat(64)}`;
 
 let server: TestServer;
-let call: ReturnType<typeof restClient>;
-
-beforeAll(async () => {
-  server = await sharedServer();
-  call = restClient(server.url, server.token);
-});
+let call: RestClient;
+beforeAll(async () => ({ server, call } = await sharedServerAsAdmin()));
 
 const ok = (method: string, path: string, body?: unknown) => okBody(call(method, path, body));
 

@@ -7,7 +7,7 @@ import { GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { IdentitiesService } from "../../gen/platform/iam/v2beta1/identities_pb.js";
 import { RoleBindingsService } from "../../gen/platform/iam/v2beta1/role_bindings_pb.js";
 import { queryRows } from "../../src/db/index.js";
-import { connectClient, grpcStatusDetails, restClient, type JsonObject } from "../support/clients.js";
+import { connectClient, grpcStatusDetails, restClient, type JsonObject, type RestClient } from "../support/clients.js";
 import { grpcSuite } from "../support/grpc-suite.js";
 import { TIMESTAMP, bind, bootstrapIdentityUid, createGroup, createIdentity, createRole, expectInvalid, expectPrecondition, ok, restDetail, uidOf } from "../support/rest-iam.js";
 import type { TestServer } from "../support/server.js";
@@ -16,7 +16,7 @@ import { sharedServer } from "../support/shared-server.js";
 const VIEWER_DESCRIPTION = "Read access to everything: every list and get.";
 
 let server: TestServer;
-let call: ReturnType<typeof restClient>;
+let call: RestClient;
 
 let home = "";
 

@@ -6,7 +6,7 @@ import { BadRequestSchema, PreconditionFailureSchema } from "../../gen/google/rp
 import { RolesService } from "../../gen/platform/iam/v2beta1/roles_pb.js";
 import { BUILT_IN_ROLES, CAPABILITIES } from "../../src/authz/index.js";
 import { schema } from "../../src/db/index.js";
-import { connectClient, grpcStatusDetails, restClient, type JsonObject } from "../support/clients.js";
+import { connectClient, grpcStatusDetails, restClient, type JsonObject, type RestClient } from "../support/clients.js";
 import { grpcSuite } from "../support/grpc-suite.js";
 import { TIMESTAMP, createGroup, createRole, expectHeldUntilDeleted, expectInvalid, expectPrecondition, ok, restDetail, uidOf } from "../support/rest-iam.js";
 import { startTestServer, type TestServer } from "../support/server.js";
@@ -14,7 +14,7 @@ import { startTestServer, type TestServer } from "../support/server.js";
 const BUILT_IN_NAMES = BUILT_IN_ROLES.map((r) => r.name);
 
 let server: TestServer;
-let call: ReturnType<typeof restClient>;
+let call: RestClient;
 
 // A server of its own, not the shared one: a test lists every role in one page,
 // which other files' custom roles would overflow.

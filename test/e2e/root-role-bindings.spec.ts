@@ -8,10 +8,10 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runCliInProcess as runCli } from "../support/cli-in-process.js";
-import { connectClient, restClient, type JsonObject, type Protocol } from "../support/clients.js";
+import { connectClient, restClient, type JsonObject, type Protocol, type RestClient } from "../support/clients.js";
 import { TIMESTAMP, bind, bootstrapIdentityUid, createGroup, createIdentity, createRole, expectInvalid, ok, restDetail, uidOf } from "../support/rest-iam.js";
 import type { TestServer } from "../support/server.js";
-import { sharedServer } from "../support/shared-server.js";
+import { sharedServerAsAdmin } from "../support/shared-server.js";
 
 // Role bindings at the root (README: "Platform administrators"): the same
 // hydrated RoleBinding as a group's, without a group, for root capability
@@ -20,23 +20,19 @@ import { sharedServer } from "../support/shared-server.js";
 const ROOT = "/iam/v2beta1/rootRoleBindings";
 
 let server: TestServer;
-let admin: ReturnType<typeof restClient>;
+let admin: RestClient;
 let counter = 0;
-
-beforeAll(async () => {
-  server = await sharedServer();
-  admin = restClient(server.url, server.token);
-});
+beforeAll(async () => ({ server, call: admin } = await sharedServerAsAdmin()));
 
 /** A person as browser sign-in makes them (a root-level identity), and a token of theirs. */
-async function person(name: string): Promise<{ uid: string; call: ReturnType<typeof restClient>; token: string }> {
+async function person(name: string): Promise<{ uid: string; call: RestClient; token: string }> {
   const who = { issuer: "https://people.example", subject: `${name}-${++counter}`, email: `${name}@example.com`, emailVerified: true, name: `${name}@example.com` };
   const uid = await server.app.database.db.transaction((tx) => findOrCreatePersonIdentity(tx, who, server.clock.now()));
   const token = (await server.app.tokens.mint(uid, server.app.urls.baseUrl)).token;
   return { uid, call: restClient(server.url, token), token };
 }
 
-const importAdvisory = (call: ReturnType<typeof restClient>) =>
+const importAdvisory = (call: RestClient) =>
   call("POST", "/vulnerabilities/v2beta1/advisories:import", {
     documents: [{ id: `CVE-2098-${String(++counter).padStart(5, "0")}`, modified: "2024-01-01T00:00:00Z", aliases: [] }],
   });

@@ -4,12 +4,12 @@ import grpc from "@grpc/grpc-js";
 import { beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { TagsService } from "../../gen/platform/registry/v2beta1/tags_pb.js";
-import { connectClient, grpcStatusDetails, restClient, type JsonObject, type Protocol, type RestResponse } from "../support/clients.js";
+import { connectClient, grpcStatusDetails, type JsonObject, type Protocol, type RestResponse, type RestClient } from "../support/clients.js";
 import { grpcSuite } from "../support/grpc-suite.js";
 import { connectFailure } from "../support/connect-failure.js";
 import { expectInvalid, ok as okBody, restDetail } from "../support/rest-iam.js";
 import type { TestServer } from "../support/server.js";
-import { sharedServer } from "../support/shared-server.js";
+import { sharedServerAsAdmin } from "../support/shared-server.js";
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const TAG_NAME_RULE = "must match the pattern ^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$";
@@ -17,12 +17,8 @@ const DIGEST_RULE = "must be sha256: followed by 64 lower-case hex characters";
 const digest = (c: string) => `sha256:${c.repeat(64)}`;
 
 let server: TestServer;
-let call: ReturnType<typeof restClient>;
-
-beforeAll(async () => {
-  server = await sharedServer();
-  call = restClient(server.url, server.token);
-});
+let call: RestClient;
+beforeAll(async () => ({ server, call } = await sharedServerAsAdmin()));
 
 const ok = (method: string, path: string, body?: unknown) => okBody(call(method, path, body));
 

@@ -1,11 +1,11 @@
 import { sql } from "drizzle-orm";
 import grpc from "@grpc/grpc-js";
 import { beforeAll, describe, expect, it } from "vitest";
-import { grpcStatusDetails, restClient, type JsonObject, type JsonValue } from "../support/clients.js";
+import { grpcStatusDetails, restClient, type JsonObject, type JsonValue, type RestClient } from "../support/clients.js";
 import { grpcSuite } from "../support/grpc-suite.js";
 import { TIMESTAMP, bind, createGroup, createIdentity, expectInvalid, expectPrecondition, ok, restDetail, uidOf } from "../support/rest-iam.js";
 import type { TestServer } from "../support/server.js";
-import { sharedServer } from "../support/shared-server.js";
+import { sharedServerAsAdmin } from "../support/shared-server.js";
 
 // The v1 API (docs/design.md, "v1 beside v2") beside v2: the same records in the v1 shape.
 
@@ -14,12 +14,8 @@ const DIGEST_A = `sha256:${"a".repeat(64)}`;
 const DIGEST_B = `sha256:${"b".repeat(64)}`;
 
 let server: TestServer;
-let call: ReturnType<typeof restClient>;
-
-beforeAll(async () => {
-  server = await sharedServer();
-  call = restClient(server.url, server.token);
-});
+let call: RestClient;
+beforeAll(async () => ({ server, call } = await sharedServerAsAdmin()));
 
 const get = (path: string) => ok(call("GET", path));
 const post = (path: string, body: unknown) => ok(call("POST", path, body));
@@ -415,7 +411,7 @@ describe("tags in v1", () => {
 describe("authorization in v1 (the same declarations as v2)", () => {
   let orgA: string;
   let orgB: string;
-  let viewer: ReturnType<typeof restClient>;
+  let viewer: RestClient;
 
   beforeAll(async () => {
     orgA = uidOf(await createGroup(call, "authz-a"));

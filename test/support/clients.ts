@@ -57,6 +57,9 @@ function bearer(token: string): Interceptor {
   };
 }
 
+/** What `restClient` returns: a function that calls the API over REST and reads the answer. */
+export type RestClient = ReturnType<typeof restClient>;
+
 export type Protocol = "connect" | "grpc" | "grpc-web";
 
 /** A Connect-ES client over the given protocol. */

@@ -1,9 +1,7 @@
 import { expect } from "vitest";
-import type { restClient, JsonObject, RestResponse } from "./clients.js";
+import type { JsonObject, RestResponse, RestClient } from "./clients.js";
 
 // REST fixtures and error readers shared by the IAM end-to-end suites.
-
-type Call = ReturnType<typeof restClient>;
 
 /** A REST timestamp: UTC, three fractional digits. */
 export const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -40,14 +38,14 @@ export async function ok(p: Promise<RestResponse>): Promise<JsonObject> {
   return res.body;
 }
 
-export const createGroup = (call: Call, name: string, parent?: string) =>
+export const createGroup = (call: RestClient, name: string, parent?: string) =>
   ok(call("POST", parent ? `/iam/v2beta1/groups/${parent}` : "/iam/v2beta1/groups", { name }));
 
-export const createIdentity = (call: Call, parent: string, body: JsonObject) => ok(call("POST", `/iam/v2beta1/identities/${parent}`, body));
+export const createIdentity = (call: RestClient, parent: string, body: JsonObject) => ok(call("POST", `/iam/v2beta1/identities/${parent}`, body));
 
-export const createRole = (call: Call, parent: string, body: JsonObject) => ok(call("POST", `/iam/v2beta1/roles/${parent}`, body));
+export const createRole = (call: RestClient, parent: string, body: JsonObject) => ok(call("POST", `/iam/v2beta1/roles/${parent}`, body));
 
-export const bind = (call: Call, parent: string, identityUid: string, roleUid: string) =>
+export const bind = (call: RestClient, parent: string, identityUid: string, roleUid: string) =>
   call("POST", `/iam/v2beta1/roleBindings/${parent}`, { identityUid, roleUid });
 
 /**
@@ -56,7 +54,7 @@ export const bind = (call: Call, parent: string, identityUid: string, roleUid: s
  * deleting the resource returns {} and is then 404 on GET and DELETE; the
  * group can then be deleted.
  */
-export async function expectHeldUntilDeleted(call: Call, groupUid: string, resourcePath: string, label: string): Promise<void> {
+export async function expectHeldUntilDeleted(call: RestClient, groupUid: string, resourcePath: string, label: string): Promise<void> {
   expect(expectPrecondition(await call("DELETE", `/iam/v2beta1/groups/${groupUid}`), "RESOURCE_NOT_EMPTY")).toContain(label);
   expect(await ok(call("DELETE", resourcePath))).toEqual({});
   expect((await call("GET", resourcePath)).status).toBe(404);

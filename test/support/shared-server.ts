@@ -1,3 +1,4 @@
+import { restClient, type RestClient } from "./clients.js";
 import { SHARED_STORE_PREFIX_VARIABLE } from "./database.js";
 import { startTestServer, type TestServer } from "./server.js";
 
@@ -41,4 +42,10 @@ export async function sharedServer(): Promise<TestServer> {
   // The clock only moves forward, and an earlier file may have moved it past the token's expiry.
   if (tokenExpiryMs(server.token) - server.clock.now().getTime() < TOKEN_MARGIN_MS) await server.renewToken();
   return server;
+}
+
+/** This worker's shared server and a REST client that calls it as its administrator. */
+export async function sharedServerAsAdmin(): Promise<{ server: TestServer; call: RestClient }> {
+  const server = await sharedServer();
+  return { server, call: restClient(server.url, server.token) };
 }
