@@ -6,6 +6,8 @@ import type { TokenService } from "./tokens.js";
 export interface Principal {
   identityUid: string;
   audience: string;
+  /** When the caller's token expires: a stream it opened ends then. */
+  expiry: Date;
 }
 
 export const principalKey = createContextKey<Principal | undefined>(undefined, { description: "authenticated caller" });
@@ -33,7 +35,7 @@ export async function authenticate(tokens: TokenService, audiences: string[], au
   const token = bearerToken(authorization);
   if (!token) throw unauthenticated("missing Authorization: Bearer <token> header");
   const verified = await tokens.verify(token, audiences);
-  const principal = { identityUid: verified.subject, audience: verified.audience };
+  const principal = { identityUid: verified.subject, audience: verified.audience, expiry: verified.expiry };
   values.set(principalKey, principal);
   return principal;
 }

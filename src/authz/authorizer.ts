@@ -6,10 +6,10 @@ import {
   authorization,
   type Authorization,
 } from "../../gen/platform/common/v1/authorization_pb.js";
-import { isPublicService, principalKey } from "../auth/index.js";
+import { isPublicService, principalKey, type Principal } from "../auth/index.js";
 import type { Database } from "../db/index.js";
 import { invalidArgument, permissionDenied, unauthenticated } from "../errors/index.js";
-import { listVisibilityKey } from "../list/index.js";
+import { listVisibilityKey, type ListVisibility } from "../list/index.js";
 import type { Grants } from "./grants.js";
 import { roleScope } from "./grants.js";
 import type { GrantsCache } from "./grants-cache.js";
@@ -57,6 +57,21 @@ export interface AuthorizationOptions {
   /** Tokens for this audience may call only the registry domain. */
   registryAudience: string;
   orgCreation: OrgCreationPolicy;
+  /** The server's clock, against which a stream's token expires. */
+  clock: () => Date;
+}
+
+/**
+ * A stream's access, checked again while it runs (docs/design.md, "Tokens and access"): the
+ * first check only admits it, and a stream may outlive its token, its caller or its caller's
+ * bindings.
+ */
+export interface StreamAccess {
+  /**
+   * What the caller may see now through `method` (a List-scoped method), or the error that ends the
+   * stream: the token has expired, the identity is gone, or the caller holds the capability nowhere.
+   */
+  visibilityNow(principal: Principal, method: DescMethod): Promise<ListVisibility>;
 }
 
 /**
@@ -102,10 +117,18 @@ export interface AuthorizedCall {
  * without a declaration fails closed. `authorize` is a plain function of the
  * call, so the Connect interceptor and the REST entry point run the same code.
  */
-export class Authorizer {
+export class Authorizer implements StreamAccess {
   private readonly declarations = new Map<DescMethod, Declared | undefined>();
 
   constructor(private readonly opts: AuthorizationOptions) {}
+
+  private declared(method: DescMethod): Declared | undefined {
+    if (!this.declarations.has(method)) {
+      const found = declaredAuthorization(method);
+      this.declarations.set(method, found && Object.assign(found, { resourcePath: propertyPath(found.resourceField) }));
+    }
+    return this.declarations.get(method);
+  }
 
   /** Checks `call`, records the caller's grants in its context values, then runs `invoke`. */
   async authorize<T>(call: AuthorizedCall, invoke: () => Promise<T>): Promise<T> {
@@ -117,11 +140,7 @@ export class Authorizer {
     if (principal.audience === opts.registryAudience && !service.startsWith("platform.registry.")) {
       throw unauthenticated("a registry token is valid only for the registry API");
     }
-    if (!this.declarations.has(call.method)) {
-      const found = declaredAuthorization(call.method);
-      this.declarations.set(call.method, found && Object.assign(found, { resourcePath: propertyPath(found.resourceField) }));
-    }
-    const decl = this.declarations.get(call.method);
+    const decl = this.declared(call.method);
     if (!decl) throw permissionDenied(`${call.method.name} declares no authorization`);
 
     const grants = await opts.grants.get(principal.identityUid);
@@ -173,5 +192,20 @@ export class Authorizer {
     } finally {
       opts.grants.invalidate();
     }
+  }
+
+  async visibilityNow(principal: Principal, method: DescMethod): Promise<ListVisibility> {
+    const decl = this.declared(method);
+    if (decl?.scope !== Authorization_Scope.LIST) throw permissionDenied(`${method.name} is not a list`);
+    if (this.opts.clock().getTime() >= principal.expiry.getTime()) {
+      throw unauthenticated("the token this stream was opened with has expired: open it again with a new token (resume after the last event id received)");
+    }
+    const grants = await this.opts.grants.get(principal.identityUid);
+    if (!grants.identity.exists) throw unauthenticated("the identity this token was issued to no longer exists");
+    const visibility = grants.visibility(decl.capability);
+    if (!visibility.all && visibility.roots.length === 0) {
+      throw permissionDenied(`the caller holds ${decl.capability} nowhere, so there is nothing to stream`);
+    }
+    return visibility;
   }
 }

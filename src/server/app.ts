@@ -110,6 +110,15 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   const webhookEgress = new Egress({ allowInsecure: config.allowInsecureIssuers, timeoutMs: config.events.timeoutMs, maxBytes: 64 * 1024, maxInFlight: WEBHOOKS_IN_FLIGHT });
   const eventHub = new EventHub({ db: database.db, onError: (e) => log.error({ err: e }, "reading new events failed; retrying") });
   eventHub.start();
+  const grantsCache = new GrantsCache(Grants.loader(database.db), clock, (hit) => metrics.grantsLookup(hit));
+  const authorizer = new Authorizer({
+    db: database.db,
+    grants: grantsCache,
+    clearGrantsAfterWrites: database.kind === "postgres",
+    registryAudience: urls.registryAudience,
+    orgCreation: config.orgCreation,
+    clock,
+  });
   const ctx: ServiceContext = {
     db: database.db,
     list: await ListEngine.create(database.db, secrets, clock),
@@ -128,6 +137,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     }),
     eventHub,
     egress: webhookEgress,
+    access: authorizer,
   };
 
   const shutdown = new AbortController();
@@ -142,7 +152,6 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     }
   };
 
-  const grantsCache = new GrantsCache(Grants.loader(database.db), clock, (hit) => metrics.grantsLookup(hit));
   const unlistenGrants = await database.listen(
     GRANTS_CHANGED_CHANNEL,
     () => grantsCache.invalidate(),
@@ -184,13 +193,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     {
       tokens,
       audiences: [urls.baseUrl, urls.registryAudience],
-      authorizer: new Authorizer({
-        db: database.db,
-        grants: grantsCache,
-        clearGrantsAfterWrites: database.kind === "postgres",
-        registryAudience: urls.registryAudience,
-        orgCreation: config.orgCreation,
-      }),
+      authorizer,
       serviceDomain: urls.serviceDomain,
       onInternalError: (cause) => log.error({ err: cause }, "internal error"),
       afterWrite: () => ctx.events.announce(),

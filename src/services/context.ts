@@ -1,3 +1,4 @@
+import type { StreamAccess } from "../authz/index.js";
 import type { SecretBox } from "../crypto/index.js";
 import type { Database } from "../db/index.js";
 import type { Egress } from "../egress/index.js";
@@ -17,4 +18,6 @@ export interface ServiceContext {
   eventHub: EventHub;
   /** The egress guard webhooks are delivered through (sinks are checked against its rule). */
   egress: Egress;
+  /** Checks a stream's caller again while the stream runs (WatchEvents). */
+  access: StreamAccess;
 }

@@ -39,7 +39,7 @@ beforeAll(async () => {
 /** The call a change is made by: its method declares the event type; the actor is `actor-1`. */
 function callOf(method: keyof typeof GroupsService.method) {
   const values = createContextValues();
-  values.set(principalKey, { identityUid: "actor-1", audience: "https://platform.test" });
+  values.set(principalKey, { identityUid: "actor-1", audience: "https://platform.test", expiry: new Date(Date.now() + 3_600_000) });
   return { method: GroupsService.method[method], values };
 }
 const creating = callOf("createGroup");

@@ -40,6 +40,7 @@ beforeAll(async () => {
     events: new EventRecorder({ source: "https://platform.test", clock, render: (desc, message) => toJson(desc, message), retryForMs: 1000, announce: async () => {}, onError: (e) => { throw e; } }),
     eventHub: new EventHub({ db: handle.db, onError: (e) => { throw e; } }),
     egress: new Egress({ allowInsecure: false }),
+    access: { visibilityNow: () => Promise.reject(new Error("no stream in these tests")) },
   };
   // Building every service defines every resource, as the server does at start.
   for (const s of API_SERVICES) s.implement(ctx);

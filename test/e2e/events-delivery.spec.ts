@@ -198,7 +198,7 @@ describe("WatchEvents across replicas", () => {
       for await (const e of client.watchEvents({ uidp: { inRoot: org } }, { signal: abort.signal })) return e;
       return undefined;
     })();
-    const grpcClient = grpcJsClient(`127.0.0.1:${watched.port}`, "platform.events.v2beta1.EventsService", "proto/platform/events/v2beta1/events.proto");
+    const grpcClient = grpcJsClient(`127.0.0.1:${watched.port}`, "platform.events.v2beta1.EventsService", "platform/events/v2beta1/events.proto");
     const md = new grpc.Metadata();
     md.set("authorization", `Bearer ${a.token}`);
     const stream = (grpcClient["WatchEvents"] as (req: unknown, md: grpc.Metadata) => grpc.ClientReadableStream<JsonObject>).call(grpcClient, { uidp: { in_root: org } }, md);

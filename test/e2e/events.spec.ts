@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import grpc from "@grpc/grpc-js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Webhook } from "standardwebhooks";
@@ -311,7 +312,7 @@ describe("WatchEvents", () => {
     })().catch((e: unknown) => {
       if (!(e instanceof ConnectError && e.code === Code.Canceled)) throw e;
     });
-    const grpcClient = grpcJsClient(`127.0.0.1:${server.app.port}`, "platform.events.v2beta1.EventsService", "proto/platform/events/v2beta1/events.proto");
+    const grpcClient = grpcJsClient(`127.0.0.1:${server.app.port}`, "platform.events.v2beta1.EventsService", "platform/events/v2beta1/events.proto");
     const md = new grpc.Metadata();
     md.set("authorization", `Bearer ${server.token}`);
     const viaGrpc: JsonObject[] = [];
@@ -363,6 +364,8 @@ describe("WatchEvents", () => {
     await ok(bind(call, org, identity, "viewer"));
     const viewer = (await server.app.tokens.mint(identity, server.app.urls.baseUrl)).token;
     const abort = new AbortController();
+    // One client-side signal for the 16 streams: more listeners than Node's default warning level.
+    setMaxListeners(32, abort.signal);
     const before = server.app.eventHub.size;
     const open = Array.from({ length: 16 }, () => firstOf(viewer, abort.signal).catch(() => undefined));
     for (let i = 0; i < 200 && server.app.eventHub.size < before + 16; i++) await new Promise((r) => setTimeout(r, 20));
@@ -370,6 +373,77 @@ describe("WatchEvents", () => {
     await expect(firstOf(viewer)).rejects.toMatchObject({ code: Code.ResourceExhausted });
     abort.abort();
     await Promise.all(open);
+  });
+
+  /** Opens a stream of every event `token` may see; `got` fills as events arrive, `ended` settles when it ends. */
+  async function openWatch(token: string) {
+    const got: Event[] = [];
+    const watching = server.app.eventHub.size;
+    const ended = (async () => {
+      for await (const e of connectClient(EventsService, server.url, token).watchEvents({})) got.push(e);
+    })().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    for (let i = 0; i < 100 && server.app.eventHub.size <= watching; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(server.app.eventHub.size).toBeGreaterThan(watching);
+    return { got, ended };
+  }
+
+  const until = async (done: () => boolean) => {
+    for (let i = 0; i < 250 && !done(); i++) await new Promise((r) => setTimeout(r, 20));
+  };
+
+  it("narrows a stream when its caller loses a binding, and ends it when the last one goes", async () => {
+    const { org, identity } = await orgWithIdentity("events-watch-revoke");
+    const team = uidOf(await createGroup(call, "team", org));
+    const atOrg = await ok(bind(call, org, identity, "viewer"));
+    const atTeam = await ok(bind(call, team, identity, "viewer"));
+    const { got, ended } = await openWatch((await server.app.tokens.mint(identity, server.app.urls.baseUrl)).token);
+    const seen = (uid: string) => got.some((e) => e.subject === uid);
+
+    await ok(call("DELETE", `/iam/v2beta1/roleBindings/${uidOf(atOrg)}`));
+    const hidden = uidOf(await ok(call("POST", `/registry/v2beta1/repos/${org}`, { name: "hidden" })));
+    const shown = uidOf(await ok(call("POST", `/registry/v2beta1/repos/${team}`, { name: "shown" })));
+    await until(() => seen(shown));
+    expect(seen(shown)).toBe(true);
+
+    await ok(call("DELETE", `/iam/v2beta1/roleBindings/${uidOf(atTeam)}`));
+    const after = uidOf(await ok(call("POST", `/registry/v2beta1/repos/${team}`, { name: "after" })));
+    const err = await ended;
+    expect(err).toBeInstanceOf(ConnectError);
+    expect(err).toMatchObject({ code: Code.PermissionDenied });
+    expect((err as ConnectError).rawMessage).toMatch(/holds events\.list nowhere/);
+    expect(seen(hidden)).toBe(false);
+    expect(seen(after)).toBe(false);
+  });
+
+  it("ends a stream with UNAUTHENTICATED when its caller's identity is deleted", async () => {
+    const { org, identity } = await orgWithIdentity("events-watch-gone");
+    await ok(bind(call, org, identity, "viewer"));
+    const { got, ended } = await openWatch((await server.app.tokens.mint(identity, server.app.urls.baseUrl)).token);
+    await ok(call("DELETE", `/iam/v2beta1/identities/${identity}`));
+    const after = uidOf(await ok(call("POST", `/registry/v2beta1/repos/${org}`, { name: "after" })));
+    const err = await ended;
+    expect(err).toMatchObject({ code: Code.Unauthenticated });
+    expect((err as ConnectError).rawMessage).toMatch(/no longer exists/);
+    expect(got.some((e) => e.subject === after)).toBe(false);
+  });
+
+  it("ends an idle stream with UNAUTHENTICATED when its token expires", async () => {
+    const { org, identity } = await orgWithIdentity("events-watch-expiry");
+    await ok(bind(call, org, identity, "viewer"));
+    // Two seconds from now at most (JWT times are whole seconds); no event reaches the stream meanwhile.
+    const { token, expiry } = await server.app.tokens.mint(identity, server.app.urls.baseUrl, 2);
+    const watching = server.app.eventHub.size;
+    const { got, ended } = await openWatch(token);
+    const err = await ended;
+    expect(err).toMatchObject({ code: Code.Unauthenticated });
+    expect((err as ConnectError).rawMessage).toMatch(/expired/);
+    expect(server.clock.now().getTime()).toBeGreaterThanOrEqual(expiry.getTime());
+    expect(got).toEqual([]);
+    await until(() => server.app.eventHub.size === watching);
+    expect(server.app.eventHub.size).toBe(watching);
   });
 
   it("refuses a resume point that names no event, and bad filters", async () => {

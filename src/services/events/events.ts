@@ -3,7 +3,7 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { and, asc, eq, gt, gte, inArray, lt, max, sql, type SQL } from "drizzle-orm";
 import { EventSchema, EventsService, ListEventsResponseSchema, type Event, type ListEventsRequest, type WatchEventsRequest } from "../../../gen/platform/events/v2beta1/events_pb.js";
 import { schema, type Executor } from "../../db/index.js";
-import { outOfRange, invalidArgument, permissionDenied, resourceExhausted } from "../../errors/index.js";
+import { outOfRange, invalidArgument, resourceExhausted, unauthenticated } from "../../errors/index.js";
 import { principalKey } from "../../auth/index.js";
 import { listVisibilityKey, visibilityCondition, type ExtraFilters, type ListSource, type UidpFilter } from "../../list/index.js";
 import { scopeConditions } from "../../list/scope.js";
@@ -67,20 +67,16 @@ export function eventFilters(req: EventFilterFields): ExtraFilters {
   };
 }
 
-/** Everything a watch matches: its filters, its scope and the caller's visibility. */
-function watchConditions(req: WatchEventsRequest, context: HandlerContext): SQL[] {
+/** What a watch matches apart from the caller's visibility, which is checked again as it runs. */
+function watchFilters(req: WatchEventsRequest, context: HandlerContext): SQL[] {
   // The pipeline checks unary requests; a streaming method's request reaches the handler unchecked.
   checkRequest(context.method, req as unknown as Record<string, unknown>);
   const uidp: UidpFilter | undefined = req.uidp;
-  const visibility = context.values.get(listVisibilityKey);
-  if (!visibility) throw permissionDenied("this list has no authorization");
-  // A list with nothing visible is empty; a stream with nothing visible would only hold resources.
-  if (!visibility.all && visibility.roots.length === 0) throw permissionDenied("the caller holds events.list nowhere, so no event could be streamed");
-  const where = [...scopeConditions(eventsSource, uidp), ...eventFilters(req).where];
-  const visible = visibilityCondition(eventsSource, visibility);
-  if (visible) where.push(visible);
-  return where;
+  return [...scopeConditions(eventsSource, uidp), ...eventFilters(req).where];
 }
+
+/** A timer never waits longer than this (Node's limit); a later expiry is waited for in steps. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Open WatchEvents streams one identity may hold on one server. */
 export const MAX_STREAMS_PER_IDENTITY = 16;
@@ -98,15 +94,24 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
     },
 
     async *watchEvents(req, context) {
-      const where = watchConditions(req, context);
-      const watcher = context.values.get(principalKey)?.identityUid ?? "";
+      const principal = context.values.get(principalKey);
+      if (!principal) throw unauthenticated("missing credentials");
+      const filters = watchFilters(req, context);
+      // The caller's visibility now: checked at the start and before each replay page or live batch,
+      // so that the stream ends, or narrows, once the token expires or the bindings change.
+      const conditions = async () => {
+        const visible = visibilityCondition(eventsSource, await ctx.access.visibilityNow(principal, context.method));
+        return visible ? [...filters, visible] : filters;
+      };
+      await conditions();
+      const watcher = principal.identityUid;
       const open = streamsOf.get(watcher) ?? 0;
       if (open >= MAX_STREAMS_PER_IDENTITY) {
         throw resourceExhausted(`at most ${MAX_STREAMS_PER_IDENTITY} WatchEvents streams per identity on one server; close one first`);
       }
       streamsOf.set(watcher, open + 1);
       try {
-        yield* watch(req, context, where);
+        yield* watch(req, context, conditions, principal.expiry);
       } finally {
         const left = (streamsOf.get(watcher) ?? 1) - 1;
         if (left > 0) streamsOf.set(watcher, left);
@@ -115,10 +120,24 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
     },
   };
 
-  async function* watch(req: WatchEventsRequest, context: HandlerContext, where: SQL[]): AsyncGenerator<Event> {
+  async function* watch(
+    req: WatchEventsRequest,
+    context: HandlerContext,
+    conditions: () => Promise<SQL[]>,
+    expiry: Date,
+  ): AsyncGenerator<Event> {
     const hub = ctx.eventHub;
+    // An idle stream hears of no batch to check its token at, so it also ends when the token expires.
+    const expired = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    const waitForExpiry = () => {
+      const left = expiry.getTime() - ctx.clock().getTime();
+      if (left <= 0) expired.abort();
+      else timer = setTimeout(waitForExpiry, Math.min(left, MAX_TIMER_MS)).unref();
+    };
     // Listening before the replay: an event committed meanwhile is either replayed or arrives here.
-    const live = await hub.subscribe(context.signal);
+    const live = await hub.subscribe(AbortSignal.any([context.signal, expired.signal]));
+    waitForExpiry();
     try {
       // The stream starts after the resume point, or now: what the hub hands out from before
       // (its cursor may lag behind) or what the replay already sent is not new to it.
@@ -135,7 +154,7 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
         isNew = (seq) => seq > from.seq && !replayed.has(seq);
         let after = from.seq;
         for (;;) {
-          const rows = await select(ctx.db, [...where, gt(events.seq, after)], REPLAY_PAGE);
+          const rows = await select(ctx.db, [...(await conditions()), gt(events.seq, after)], REPLAY_PAGE);
           for (const row of rows) {
             if (replayed.size >= MAX_REPLAY) {
               throw outOfRange(`more than ${MAX_REPLAY} events to replay after ${req.afterId}: page through them with ListEvents, then watch after the last one`);
@@ -149,13 +168,19 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
       }
       for await (const seqs of live) {
         const fresh = seqs.filter(isNew);
+        if (fresh.length === 0) continue;
+        const where = await conditions();
         // In pieces: a far-behind watcher's batch could exceed PostgreSQL's bind-parameter limit.
         for (let i = 0; i < fresh.length; i += REPLAY_PAGE) {
           const piece = fresh.slice(i, i + REPLAY_PAGE);
           for (const row of await select(ctx.db, [...where, inArray(events.seq, piece)], piece.length)) yield toEventMessage(row);
         }
       }
+      // The hub let go: the client left, the server is shutting down, or the token expired (which
+      // this check then reports).
+      if (expired.signal.aborted) await conditions();
     } finally {
+      clearTimeout(timer);
       live.close();
     }
   }
