@@ -95,7 +95,7 @@ const ORG_FOUNDERS: Record<OrgCreationPolicy, string> = {
  * Grants live in IAM's tables (role bindings, root bindings, roles, identities), which of the
  * API's services only IAM's write: after a registry push, an advisory import or a subscription
  * the writing replica keeps its cache (docs/design.md, "Tokens and access"). Sign-in writes
- * bindings too, outside the API; for those the NOTIFY alone clears the caches.
+ * bindings too, outside the API; it clears the cache itself (SignInDeps.grantsChanged).
  */
 const GRANTING_DOMAIN = "platform.iam.";
 

@@ -2,7 +2,7 @@ import { eq, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { migratedStorePerFile } from "../../test/support/fresh-store.js";
 import { newRootUid, queryRows, schema, type DatabaseHandle } from "../db/index.js";
-import { EventRecorder } from "./recorder.js";
+import { EventRecorder, newEventUid } from "./recorder.js";
 
 // The recorder writes an event and one delivery per matching subscription in the change's
 // transaction; a subscription deleted at the same moment must neither fail the change nor get one.
@@ -75,5 +75,19 @@ describe("EventRecorder and a subscription deleted at the same time", () => {
     }
     expect((await deliveriesOf(subject)).map((r) => r.subscription_uid)).toEqual([kept]);
     expect(await queryRows(handle.db, sql`select 1 from events where subject = ${subject}`)).toHaveLength(1);
+  });
+});
+
+describe("newEventUid", () => {
+  it("is 28 hex characters, the milliseconds first, and sorts in the order the ids were made", () => {
+    const t = new Date("2031-01-01T00:00:00.000Z");
+    // Same millisecond (one change's events), then a later one, then a clock that stepped back.
+    const times = [t, t, t, new Date(t.getTime() + 1), new Date(t.getTime() + 1), new Date(t.getTime() - 5_000), t];
+    const ids = times.map((time) => newEventUid(time));
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{28}$/);
+    expect(ids[0]!.slice(0, 12)).toBe(t.getTime().toString(16).padStart(12, "0"));
+    expect(ids[3]!.slice(0, 12)).toBe((t.getTime() + 1).toString(16).padStart(12, "0"));
+    expect([...ids].sort()).toEqual(ids);
+    expect(new Set(ids).size).toBe(ids.length);
   });
 });

@@ -64,9 +64,29 @@ export function declaredEventType(method: DescMethod): string {
   return type;
 }
 
-/** An event id: the time in milliseconds, then randomness, in hex, so ids sort in recording order. */
+/** The last id this process made: its time and random part, which the next id in the same millisecond increments. */
+let lastId = { ms: -1, random: 0n };
+const RANDOM_LIMIT = 1n << 64n;
+
+/**
+ * An event id: the time in milliseconds, then 64 random bits, in hex, so ids sort in recording
+ * order. Within one millisecond the random part counts up from the last id's, so the events of one
+ * change (a group and its owner binding) keep their order in a list by time; across replicas,
+ * events of the same millisecond sort by their random parts. An id never sorts before the last one
+ * this process made, even when the clock steps back.
+ */
 export function newEventUid(time: Date): string {
-  return time.getTime().toString(16).padStart(12, "0") + randomBytes(8).toString("hex");
+  let ms = time.getTime();
+  let random: bigint;
+  if (ms > lastId.ms) random = randomBytes(8).readBigUInt64BE();
+  else {
+    ms = lastId.ms;
+    random = lastId.random + 1n;
+    // Out of room in this millisecond (after 2^64 ids, or a random start near the top): the next one.
+    if (random >= RANDOM_LIMIT) [ms, random] = [ms + 1, randomBytes(8).readBigUInt64BE() >> 1n];
+  }
+  lastId = { ms, random };
+  return ms.toString(16).padStart(12, "0") + random.toString(16).padStart(16, "0");
 }
 
 /** Who made a call's change: its authenticated identity. */
@@ -138,11 +158,18 @@ export class EventRecorder {
   /** Records the change `call` made, as the type its method declares (nothing when it declares none). */
   async change(tx: Executor, call: ChangeCall, change: Change): Promise<void> {
     const type = declaredEventType(call.method);
-    if (!type) return;
+    if (type) await this.changeBy(tx, type, actorOf(call), change);
+  }
+
+  /**
+   * Records a change the server made outside an API call, as the type an API method declares for
+   * the same change (a binding made at sign-in is a `role_binding.created` like any other).
+   */
+  async changeBy(tx: Executor, type: string, actor: string, change: Change): Promise<void> {
     const data: Record<string, JsonValue> = {};
     if (change.before) data["before"] = this.json(change.schema, change.before);
     if (change.after) data["after"] = this.json(change.schema, change.after);
-    await this.insert(tx, { type, subject: change.subject, actor: actorOf(call), group: change.group, data });
+    await this.insert(tx, { type, subject: change.subject, actor, group: change.group, data });
   }
 
   /** Records what `call` did as the type its method declares, with `data` as given (an import's outcomes). */

@@ -245,6 +245,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       egress,
       log,
       events: ctx.events,
+      grantsChanged: () => grantsCache.invalidate(),
     }),
   });
   const rpc = rpcHandler({

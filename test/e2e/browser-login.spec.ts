@@ -210,6 +210,12 @@ async function bindingsOf(target: TestServer, identityUid: string) {
   }));
 }
 
+/** The role bindings `actor` is recorded as having made in `org` (the audit log). */
+async function bindingEventsBy(target: TestServer, org: string, actor: string) {
+  const query = `uidp.in_root=${org}&type=platform.iam.role_binding.created.v1&actor=${actor}`;
+  return (await ok(admin(target)("GET", `/events/v2beta1/events?${query}`)))["events"] as JsonObject[];
+}
+
 function expectError(result: URLSearchParams, state: string, code: string): void {
   expect(result.get("state")).toBe(state);
   expect(result.get("error"), result.get("error_description") ?? "").toBe(code);
@@ -267,10 +273,15 @@ describe("browser login through an upstream OIDC provider", () => {
     expect(await bindingsOf(server, uid)).toEqual([{ group: org, role: "viewer" }]);
     expect((await as(server, token)("GET", `/iam/v2beta1/groups/${org}`)).status).toBe(200);
     expect((await as(server, token)("POST", `/registry/v2beta1/repos/${org}`, { name: "olivia/app" })).status).toBe(403);
+    // The binding is in the audit log, made by the person's sign-in.
+    const recorded = await bindingEventsBy(server, org, uid);
+    expect(recorded).toHaveLength(1);
+    expect(recorded[0]).toMatchObject({ group: org, data: { after: { identity: { uid }, group: { uid: org }, role: { uid: "viewer" } } } });
 
-    // Again: the same identity, and no second binding.
+    // Again: the same identity, and no second binding (nor event).
     expect(subjectOf(tokenOf(await upstreamLogin(server, "olivia", { org })))).toBe(uid);
     expect(await bindingsOf(server, uid)).toHaveLength(1);
+    expect(await bindingEventsBy(server, org, uid)).toHaveLength(1);
   });
 
   it("an organization without an identity provider is a typed error at the CLI", async () => {
@@ -413,6 +424,9 @@ describe("group invites redeemed at login", () => {
     const code = await newInvite(server, org, { roleUid: "editor", email: "Erin@Example.com", ttl: "3600s" });
     const token = tokenOf(await upstreamLogin(server, "erin", { invite: code }));
     expect(await bindingsOf(server, subjectOf(token))).toEqual([{ group: org, role: "editor" }]);
+    const [recorded, ...more] = await bindingEventsBy(server, org, subjectOf(token));
+    expect(more).toEqual([]);
+    expect(recorded).toMatchObject({ group: org, data: { after: { identity: { uid: subjectOf(token) }, role: { uid: "editor" } } } });
     expect((await as(server, token)("POST", `/registry/v2beta1/repos/${org}`, { name: "erin/app" })).status).toBe(200);
     const invites = await ok(admin(server)("GET", `/iam/v2beta1/groupInvites?uidp.children_of=${org}`));
     expect((invites["groupInvites"] as JsonObject[])[0]?.["redeemTime"]).toBeTruthy();

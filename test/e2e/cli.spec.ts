@@ -595,18 +595,21 @@ describe("commands derived from the protos", () => {
 });
 
 describe("events (README: Events and webhooks)", () => {
-  it("events list --in-root shows a group's creation with its actor, as the REST list does", async () => {
+  it("events list --in-root shows a group's creation and its owner binding with their actor, as the REST list does", async () => {
     const org = json(await asAdmin(["-o", "json", "iam", "groups", "create", "events-listed"]))["uid"] as string;
     const listed = json(await asAdmin(["-o", "json", "events", "list", "--in-root", org]));
     expect(listed).toEqual(await ok(admin("GET", `/events/v2beta1/events?uidp.in_root=${org}`)));
-    expect(listed).toMatchObject({ totalCount: "1", nextPageToken: "" });
-    expect((listed["events"] as JsonObject[])[0]).toMatchObject({
+    // The group, then its creator made its owner.
+    expect(listed).toMatchObject({ totalCount: "2", nextPageToken: "" });
+    const [created, owner] = listed["events"] as JsonObject[];
+    expect(created).toMatchObject({
       type: "platform.iam.group.created.v1",
       subject: org,
       group: org,
       actor: decodeJwt(server.token).sub,
       data: { after: { uid: org, name: "events-listed" } },
     });
+    expect(owner).toMatchObject({ type: "platform.iam.role_binding.created.v1", group: org, actor: decodeJwt(server.token).sub });
     // the filters are query parameters: no group update happened
     const none = json(await asAdmin(["-o", "json", "events", "list", "--in-root", org, "--type", "platform.iam.group.updated.v1"]));
     expect(none).toMatchObject({ events: [], totalCount: "0" });

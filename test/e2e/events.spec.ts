@@ -70,6 +70,23 @@ describe("ListEvents", () => {
     expect(event!["time"]).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
   });
 
+  it("records the owner binding an organization's creation makes, as a binding created through the API", async () => {
+    const org = uidOf(await createGroup(call, "events-owner"));
+    const [created, owner, ...rest] = eventsOf(await listEvents(`uidp.inRoot=${org}`));
+    expect(rest).toEqual([]);
+    expect(created).toMatchObject({ type: "platform.iam.group.created.v1", subject: org });
+    const [binding] = (await ok(call("GET", `/iam/v2beta1/roleBindings?group=${org}`)))["roleBindings"] as JsonObject[];
+    expect(owner).toMatchObject({
+      type: "platform.iam.role_binding.created.v1",
+      subject: uidOf(binding!),
+      actor: admin,
+      group: org,
+      data: { after: { uid: uidOf(binding!), identity: { uid: admin }, group: { uid: org }, role: { uid: "owner" } } },
+    });
+    // The data is the binding as GetRoleBinding shows it.
+    expect((owner!["data"] as JsonObject)["after"]).toEqual(await ok(call("GET", `/iam/v2beta1/roleBindings/${uidOf(binding!)}`)));
+  });
+
   it("filters by type (exact and prefix), subject, actor and time, scoped by uidp, oldest first, with a cursor", async () => {
     const { org, identity } = await orgWithIdentity("events-filters");
     const child = uidOf(await createGroup(call, "child", org));
@@ -78,17 +95,19 @@ describe("ListEvents", () => {
     const all = await listEvents(`uidp.inRoot=${org}`);
     expect(eventsOf(all).map((e) => e["type"])).toEqual([
       "platform.iam.group.created.v1",
+      // The organization's creator, made its owner.
+      "platform.iam.role_binding.created.v1",
       "platform.iam.identity.created.v1",
       "platform.iam.group.created.v1",
       "platform.iam.role_binding.created.v1",
       "platform.iam.group.updated.v1",
     ]);
-    const update = eventsOf(all)[4]!;
+    const update = eventsOf(all)[5]!;
     expect(update["data"]).toMatchObject({ before: { description: "" }, after: { description: "changed" } });
     expect(eventsOf(await listEvents(`uidp.inRoot=${org}&type=platform.iam.group.created.v1`))).toHaveLength(2);
     expect(eventsOf(await listEvents(`uidp.inRoot=${org}&typePrefix=platform.iam.group.`))).toHaveLength(3);
     expect(eventsOf(await listEvents(`uidp.childrenOf=${child}`)).map((e) => e["type"])).toEqual(["platform.iam.group.created.v1", "platform.iam.group.updated.v1"]);
-    expect(eventsOf(await listEvents(`uidp.inRoot=${org}&actor=${admin}`))).toHaveLength(5);
+    expect(eventsOf(await listEvents(`uidp.inRoot=${org}&actor=${admin}`))).toHaveLength(6);
     expect(eventsOf(await listEvents(`uidp.inRoot=${org}&actor=nobody`))).toHaveLength(0);
     const since = update["time"] as string;
     expect(eventsOf(await listEvents(`uidp.inRoot=${org}&since=${since}`)).map((e) => e["id"])).toContain(update["id"]);
@@ -100,7 +119,7 @@ describe("ListEvents", () => {
     let token = "";
     do {
       const page = await listEvents(`uidp.inRoot=${org}&pageSize=2${token ? `&pageToken=${token}` : ""}`);
-      expect(page["totalCount"]).toBe("5");
+      expect(page["totalCount"]).toBe("6");
       seen.push(...eventsOf(page).map((e) => e["id"]));
       token = page["nextPageToken"] as string;
     } while (token);
@@ -330,8 +349,8 @@ describe("WatchEvents", () => {
     const repo = await ok(call("POST", `/registry/v2beta1/repos/${org}`, { name: "watched" }));
     await Promise.all([stream, grpcDone]);
     grpcClient.close();
-    // Replayed after the first event (the identity's creation), then the new repo.
-    expect(got.map((e) => e.type)).toEqual(["platform.iam.identity.created.v1", "platform.registry.repo.created.v1"].slice(0, before.length));
+    // Replayed after the first event (the owner binding and the identity's creation), then the new repo.
+    expect(got.map((e) => e.type)).toEqual(["platform.iam.role_binding.created.v1", "platform.iam.identity.created.v1", "platform.registry.repo.created.v1"]);
     expect(viaGrpc[0]).toMatchObject({ type: "platform.registry.repo.created.v1", subject: uidOf(repo), group: org });
   });
 

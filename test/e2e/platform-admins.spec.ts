@@ -109,6 +109,13 @@ const importAdvisory = (target: TestServer, token: string) =>
     documents: [{ id: `GHSA-${randomBytes(2).toString("hex")}-${randomBytes(2).toString("hex")}-${randomBytes(2).toString("hex")}`, modified: "2024-05-01T00:00:00Z", aliases: ["CVE-2024-0001"] }],
   });
 
+/** The root bindings of `identityUid` in the audit log (global events: the admin sees them). */
+async function rootBindingEventsFor(target: TestServer, identityUid: string): Promise<JsonObject[]> {
+  const body = await ok(admin(target)("GET", "/events/v2beta1/events?type=platform.iam.root_role_binding.created.v1"));
+  const boundIdentity = (e: JsonObject) => (((e["data"] as JsonObject)["after"] as JsonObject)["identity"] as JsonObject)["uid"];
+  return (body["events"] as JsonObject[]).filter((e) => boundIdentity(e) === identityUid);
+}
+
 describe("PLATFORM_ADMINS", () => {
   it("a person named by issuer|subject becomes owner at the root at sign-in, once, and can import advisories", async () => {
     const token = await login(server, upstreamAs("alice"));
@@ -131,10 +138,17 @@ describe("PLATFORM_ADMINS", () => {
       await rm(dir, { recursive: true, force: true });
     }
 
+    // The binding is in the audit log, made by the server's configuration (no actor).
+    const recorded = await rootBindingEventsFor(server, uid);
+    expect(recorded).toHaveLength(1);
+    expect(recorded[0]).toMatchObject({ actor: "", group: "", data: { after: { identity: { uid }, role: { uid: "owner" } } } });
+    expect(recorded[0]!["data"]).toEqual({ after: await ok(admin(server)("GET", `${ROOT}/${recorded[0]!["subject"] as string}`)) });
+
     // Signing in again changes nothing (the binding is made only when missing).
     const again = await login(server, upstreamAs("alice"));
     expect(decodeJwt(again).sub).toBe(uid);
     expect(await rootRolesOf(server, uid)).toEqual(["owner"]);
+    expect(await rootBindingEventsFor(server, uid)).toHaveLength(1);
   });
 
   it("a person named by a verified e-mail becomes owner at the root; a deleted binding comes back at the next sign-in", async () => {

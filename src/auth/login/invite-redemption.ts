@@ -1,7 +1,8 @@
 import type { Executor } from "../../db/index.js";
 import { findInviteByCode, findRedeemableInvite, markInviteRedeemed } from "../../services/iam/group-invites.js";
 import { LoginError } from "./login-error.js";
-import { grantRole } from "../../authz/grant-role.js";
+import type { EventRecorder } from "../../events/index.js";
+import { grantRoleRecorded } from "../../services/iam/granted-bindings.js";
 import { inviteEmailSatisfied } from "./invite-email.js";
 import type { SignInVia } from "./sign-in-via.js";
 import type { SignedInPerson } from "./upstream.js";
@@ -27,17 +28,19 @@ async function refusal(tx: Executor, code: string, now: Date): Promise<LoginErro
  * Redeems invite `code` for the person who just signed in `via` a provider:
  * checks its email restriction (inviteEmailSatisfied), records the
  * redemption (single use is decided atomically) and binds the invite's role
- * at its group. Runs in the login's transaction, so a refused invite undoes
- * the whole login. Returns the invite's uid.
+ * at its group (recorded with the person as its actor). Runs in the login's
+ * transaction, so a refused invite undoes the whole login. Returns the
+ * invite's uid, and whether a binding was made (the person may hold the role there already).
  */
 export async function redeemInvite(
   tx: Executor,
+  events: EventRecorder,
   code: string,
   person: SignedInPerson,
   via: SignInVia,
   identityUid: string,
   now: Date,
-): Promise<string> {
+): Promise<{ invite: string; bound: boolean }> {
   checkInviteFormat(code);
   const invite = await findRedeemableInvite(tx, code, now);
   if (!invite) throw await refusal(tx, code, now);
@@ -48,6 +51,6 @@ export async function redeemInvite(
     );
   }
   if (!(await markInviteRedeemed(tx, invite.uid, now))) throw await refusal(tx, code, now);
-  await grantRole(tx, invite.parentUid, identityUid, invite.roleUid, now);
-  return invite.uid;
+  const bound = await grantRoleRecorded(tx, events, invite.parentUid, { identityUid, roleUid: invite.roleUid, now, actor: identityUid });
+  return { invite: invite.uid, bound };
 }

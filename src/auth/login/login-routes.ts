@@ -44,6 +44,8 @@ export interface LoginDeps {
   log: Logger;
   /** Records each sign-in in the audit log. */
   events: EventRecorder;
+  /** Clears this replica's grants cache after a sign-in that made bindings (SignInDeps). */
+  grantsChanged: () => void;
 }
 
 const MAX_CLI_STATE = 512;
@@ -105,7 +107,7 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
   const devPath = `${prefix}/oauth/dev`;
   const states = new LoginStates(deps.db, deps.secrets, deps.clock, deps.authUrl);
   const upstreams = new Upstreams({ db: deps.db, secrets: deps.secrets, global: deps.upstream, egress: deps.egress, redirectUri, clock: deps.clock });
-  const signInDeps: SignInDeps = { db: deps.db, tokens: deps.tokens, audience: deps.baseUrl, clock: deps.clock, admins: deps.admins, events: deps.events };
+  const signInDeps: SignInDeps = { db: deps.db, tokens: deps.tokens, audience: deps.baseUrl, clock: deps.clock, admins: deps.admins, events: deps.events, grantsChanged: deps.grantsChanged };
 
   // The description is what the person sees; the cause (which may name internal hosts and ports) goes to the log only.
   const logRefusal = (error: LoginError) =>

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { and, asc, eq, isNull, sql } from "drizzle-orm";
-import { grantRole } from "../../authz/grant-role.js";
+import type { EventRecorder } from "../../events/index.js";
+import { grantRoleRecorded } from "../../services/iam/granted-bindings.js";
 import { schema, type Executor } from "../../db/index.js";
 import { MAX_NAME_LENGTH } from "../../services/validation.js";
 import type { SignedInPerson } from "./upstream.js";
@@ -43,13 +44,22 @@ export async function findOrCreatePersonIdentity(tx: Executor, person: SignedInP
  * An organization's IdentityProvider binds its default role at the
  * organization the first time the person comes through it: when they hold
  * no role there yet (so a role an owner gave them later is never added to).
+ * The binding is recorded with the person as its actor. True when it was made.
  */
-export async function bindDefaultRole(tx: Executor, groupUid: string, identityUid: string, roleUid: string, now: Date): Promise<void> {
+export async function bindDefaultRole(
+  tx: Executor,
+  events: EventRecorder,
+  groupUid: string,
+  identityUid: string,
+  roleUid: string,
+  now: Date,
+): Promise<boolean> {
   const b = schema.roleBindings;
   const [held] = await tx
     .select({ uid: b.uid })
     .from(b)
     .where(and(eq(b.parentUid, groupUid), eq(b.identityUid, identityUid)))
     .limit(1);
-  if (!held) await grantRole(tx, groupUid, identityUid, roleUid, now);
+  if (held) return false;
+  return grantRoleRecorded(tx, events, groupUid, { identityUid, roleUid, now, actor: identityUid });
 }

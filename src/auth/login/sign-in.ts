@@ -1,6 +1,6 @@
-import { grantRootRole } from "../../authz/grant-role.js";
 import { parentOf, type Database } from "../../db/index.js";
 import type { EventRecorder } from "../../events/index.js";
+import { grantRootRoleRecorded } from "../../services/iam/granted-bindings.js";
 import type { MintedToken, TokenService } from "../tokens.js";
 import { redeemInvite } from "./invite-redemption.js";
 import { bindDefaultRole, findOrCreatePersonIdentity } from "./person-identity.js";
@@ -16,8 +16,14 @@ export interface SignInDeps {
   clock: () => Date;
   /** PLATFORM_ADMINS: people made `owner` at the root at sign-in. */
   admins: PlatformAdmins;
-  /** Records the sign-in in the audit log, in its transaction. */
+  /** Records the sign-in, and the bindings it made, in the audit log, in its transaction. */
   events: EventRecorder;
+  /**
+   * Told once a sign-in that made bindings has committed: this replica's grants cache is cleared
+   * then, as after an API write that grants, so the new token's first request sees them (the
+   * database's NOTIFY may reach this replica later).
+   */
+  grantsChanged: () => void;
 }
 
 /** The event type of a sign-in (docs/design.md, "Events"). */
@@ -38,22 +44,26 @@ export async function signIn(
 ): Promise<MintedToken> {
   const now = deps.clock();
   const idp = opts.via.kind === "organization" ? opts.via.idp : undefined;
-  const identityUid = await deps.db.transaction(async (tx) => {
+  const { identityUid, bound } = await deps.db.transaction(async (tx) => {
     const uid = await findOrCreatePersonIdentity(tx, person, now);
-    if (deps.admins.includes(person, opts.via)) await grantRootRole(tx, uid, "owner", now);
-    if (idp?.defaultRoleUid) await bindDefaultRole(tx, idp.groupUid, uid, idp.defaultRoleUid, now);
-    const invited = opts.invite ? await redeemInvite(tx, opts.invite, person, opts.via, uid, now) : undefined;
+    let bound = false;
+    // PLATFORM_ADMINS is the server's configuration, not the person's doing: the server is the actor.
+    if (deps.admins.includes(person, opts.via)) bound = await grantRootRoleRecorded(tx, deps.events, { identityUid: uid, roleUid: "owner", now, actor: "" });
+    if (idp?.defaultRoleUid) bound = (await bindDefaultRole(tx, deps.events, idp.groupUid, uid, idp.defaultRoleUid, now)) || bound;
+    const invited = opts.invite ? await redeemInvite(tx, deps.events, opts.invite, person, opts.via, uid, now) : undefined;
+    bound ||= invited?.bound ?? false;
     // The organization signed in to, or invited to; a person's own identity is root-level (global).
-    const group = idp?.groupUid ?? (invited ? parentOf(invited) : "");
+    const group = idp?.groupUid ?? (invited ? parentOf(invited.invite) : "");
     await deps.events.record(tx, {
       type: SIGNED_IN_EVENT,
       subject: uid,
       actor: uid,
       group: group || null,
-      data: { outcome: "accepted", via: opts.via.kind, ...(invited ? { invite: invited } : {}) },
+      data: { outcome: "accepted", via: opts.via.kind, ...(invited ? { invite: invited.invite } : {}) },
     });
-    return uid;
+    return { identityUid: uid, bound };
   });
+  if (bound) deps.grantsChanged();
   deps.events.announce();
   return deps.tokens.mint(identityUid, deps.audience);
 }

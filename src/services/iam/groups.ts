@@ -3,9 +3,9 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { GroupSchema, GroupsService, type Group } from "../../../gen/platform/iam/v2beta1/groups_pb.js";
 import { deleteGroupRoleBindings, groupContents, newChildUid, newRootUid, schema } from "../../db/index.js";
 import { principalKey } from "../../auth/index.js";
-import { grantRole } from "../../authz/grant-role.js";
 import { failedPrecondition, invalidArgument, unauthenticated } from "../../errors/index.js";
 import type { ServiceContext } from "../context.js";
+import { grantRoleRecorded } from "./granted-bindings.js";
 import { defineResource, groupContentRules, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
 import { checkDescription, checkName } from "../validation.js";
@@ -64,7 +64,8 @@ export function groupsService(ctx: ServiceContext): ServiceImpl<typeof GroupsSer
       if (!creator) throw unauthenticated("missing credentials");
       return ctx.db.transaction(async (tx) => {
         const group = await store.create(input, { uid: newRootUid(), parentUid: null }, context, tx);
-        await grantRole(tx, group.uid, creator.identityUid, "owner", ctx.clock());
+        const owner = { identityUid: creator.identityUid, roleUid: "owner", now: ctx.clock(), actor: creator.identityUid };
+        await grantRoleRecorded(tx, ctx.events, group.uid, owner);
         return group;
       });
     },
