@@ -5,6 +5,7 @@ import {
   BadRequestSchema,
   ErrorInfoSchema,
   PreconditionFailureSchema,
+  QuotaFailureSchema,
   ResourceInfoSchema,
 } from "../../gen/google/rpc/error_details_pb.js";
 
@@ -78,6 +79,14 @@ export function outOfRange(description: string): ConnectError {
 /** RESOURCE_EXHAUSTED: a per-caller limit (open streams). */
 export function resourceExhausted(description: string): ConnectError {
   return new ConnectError(`Resource exhausted: ${clip(description)}`, Code.ResourceExhausted);
+}
+
+/** RESOURCE_EXHAUSTED with a QuotaFailure naming what is at its limit (a group's subscriptions). */
+export function quotaExceeded(subject: string, description: string): ConnectError {
+  const violation = { subject: clip(subject), description: clip(description) };
+  return new ConnectError(`Resource exhausted: ${violation.description}`, Code.ResourceExhausted, undefined, [
+    { desc: QuotaFailureSchema, value: create(QuotaFailureSchema, { violations: [violation] }) },
+  ]);
 }
 
 /**

@@ -10,6 +10,7 @@ export {
   permissionDenied,
   outOfRange,
   resourceExhausted,
+  quotaExceeded,
   unauthenticated,
   unimplemented,
   internalError,

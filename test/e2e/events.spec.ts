@@ -4,8 +4,9 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventsService, type Event } from "../../gen/platform/events/v2beta1/events_pb.js";
+import { MAX_SUBSCRIPTIONS_PER_GROUP } from "../../src/services/events/subscriptions.js";
 import { connectClient, grpcJsClient, restClient, type JsonObject, type RestClient } from "../support/clients.js";
-import { bind, bootstrapIdentityUid, createGroup, createIdentity, expectInvalid, ok, uidOf } from "../support/rest-iam.js";
+import { bind, bootstrapIdentityUid, createGroup, createIdentity, expectInvalid, ok, restDetail, uidOf } from "../support/rest-iam.js";
 import { startOidcProvider } from "../support/oidc-provider.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { WebhookReceiver } from "../support/webhook-receiver.js";
@@ -301,6 +302,33 @@ describe("webhooks", () => {
     await ok(call("PATCH", `/iam/v2beta1/roles/${role}?updateMask=capabilities`, { capabilities: ["subscriptions.create", "subscriptions.update", "subscriptions.list", "events.list"] }));
     expect((await hooker("PATCH", `/events/v2beta1/subscriptions/${uidOf(made)}`, { description: "mine now" })).status).toBe(200);
     expect((await hooker("POST", `/events/v2beta1/subscriptions/${org}`, { sink: "https://example.com/hook" })).status).toBe(200);
+  });
+
+  it("holds 20 subscriptions per group, also when creates race: more is RESOURCE_EXHAUSTED with a QuotaFailure", async () => {
+    const { org } = await orgWithIdentity("events-quota");
+    const team = uidOf(await createGroup(call, "team", org));
+    const create = (group: string, body: JsonObject = { sink: "https://example.com/hook" }) => call("POST", `/events/v2beta1/subscriptions/${group}`, body);
+    // 25 at once: exactly the limit is made, whatever the order in which they run.
+    const results = await Promise.all(Array.from({ length: MAX_SUBSCRIPTIONS_PER_GROUP + 5 }, () => create(org)));
+    expect(results.filter((r) => r.status === 200)).toHaveLength(MAX_SUBSCRIPTIONS_PER_GROUP);
+    const refused = results.filter((r) => r.status !== 200);
+    expect(refused).toHaveLength(5);
+    for (const r of refused) {
+      expect(r.status).toBe(429);
+      expect(r.body["code"]).toBe(8);
+      expect(restDetail(r, "QuotaFailure")).toEqual({
+        "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+        violations: [{ subject: `group ${org}`, description: expect.stringContaining(`at most ${MAX_SUBSCRIPTIONS_PER_GROUP} subscriptions`) }],
+      });
+    }
+    const listed = await ok(call("GET", `/events/v2beta1/subscriptions?uidp.childrenOf=${org}&pageSize=200`));
+    expect(listed["totalCount"]).toBe(String(MAX_SUBSCRIPTIONS_PER_GROUP));
+    // A bad request is told so first; a group below has a limit of its own; deleting one makes room.
+    expectInvalid(await create(org, { sink: "https://10.0.0.1/hook" }), "sink");
+    await ok(create(team));
+    await ok(call("DELETE", `/events/v2beta1/subscriptions/${uidOf((listed["subscriptions"] as JsonObject[])[0]!)}`));
+    await ok(create(org));
+    expect((await create(org)).status).toBe(429);
   });
 
   it("lets a viewer read subscriptions but not make them (owner only)", async () => {

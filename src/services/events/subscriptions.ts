@@ -2,12 +2,12 @@ import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { callerGrants } from "../../authz/index.js";
-import { count, inArray } from "drizzle-orm";
+import { count, eq, inArray } from "drizzle-orm";
 import { SubscriptionSchema, SubscriptionsService, type Subscription } from "../../../gen/platform/events/v2beta1/subscriptions_pb.js";
 import type { SecretBox } from "../../crypto/index.js";
 import { newChildUid, parentOf, schema, type Executor } from "../../db/index.js";
 import { EgressError, type Egress } from "../../egress/index.js";
-import { invalidArgument, permissionDenied } from "../../errors/index.js";
+import { invalidArgument, notFound, permissionDenied, quotaExceeded } from "../../errors/index.js";
 import { subscriptionSecretContext } from "../../events/index.js";
 import type { ServiceContext } from "../context.js";
 import { requireField } from "../resource-store.js";
@@ -15,11 +15,33 @@ import { defineResource, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
 import { checkDescription } from "../validation.js";
 
-const { subscriptions, eventDeliveries } = schema;
+const { subscriptions, eventDeliveries, groups } = schema;
 const MAX_TYPES = 50;
 const MAX_TYPE_LENGTH = 200;
 const MAX_SINK_LENGTH = 2048;
 const TYPE_PREFIX = /^[a-z0-9_.]+$/;
+
+/**
+ * Subscriptions one group may hold. Each event is written with a delivery for every matching
+ * subscription of its group and of the groups above it, in the change's transaction, so this
+ * bounds what one change costs and what one group can put in every replica's delivery queue.
+ */
+export const MAX_SUBSCRIPTIONS_PER_GROUP = 20;
+
+/** Refuses a subscription beyond the group's limit. Run in the create's transaction. */
+async function assertRoomFor(tx: Executor, group: string): Promise<void> {
+  // Creates in one group take turns on the group's row (FOR NO KEY UPDATE, which the KEY SHARE
+  // locks of other creates do not wait for), so two cannot both find room for the last one.
+  const [held] = await tx.select({ uid: groups.uid }).from(groups).where(eq(groups.uid, group)).for("no key update");
+  if (!held) throw notFound("group", group);
+  const [row] = await tx.select({ n: count() }).from(subscriptions).where(eq(subscriptions.parentUid, group));
+  if ((row?.n ?? 0) >= MAX_SUBSCRIPTIONS_PER_GROUP) {
+    throw quotaExceeded(
+      `group ${group}`,
+      `a group holds at most ${MAX_SUBSCRIPTIONS_PER_GROUP} subscriptions: delete one first (a subscription's types can name several event type prefixes)`,
+    );
+  }
+}
 
 /** A Standard Webhooks signing secret: `whsec_` and 32 random bytes in base64. */
 function newSigningSecret(): string {
@@ -58,6 +80,17 @@ function checkSink(egress: Egress, sink: string): void {
   }
 }
 
+function validateSubscription(egress: Egress, s: Subscription): void {
+  checkSink(egress, s.sink);
+  if (s.types.length > MAX_TYPES) throw invalidArgument("types", `at most ${MAX_TYPES} type prefixes`);
+  s.types.forEach((t, i) => {
+    if (!t || t.length > MAX_TYPE_LENGTH || !TYPE_PREFIX.test(t)) {
+      throw invalidArgument(`types[${i}]`, `must be an event type or a prefix of one (lower-case letters, digits, "_" and ".", at most ${MAX_TYPE_LENGTH} characters)`);
+    }
+  });
+  checkDescription(s.description);
+}
+
 function subscriptionResource(egress: Egress) {
   return defineResource({
     kind: "subscription",
@@ -77,16 +110,7 @@ function subscriptionResource(egress: Egress) {
         createTime: toTimestamp(row.createTime),
         updateTime: toTimestamp(row.updateTime),
       }),
-    validate: (s: Subscription) => {
-      checkSink(egress, s.sink);
-      if (s.types.length > MAX_TYPES) throw invalidArgument("types", `at most ${MAX_TYPES} type prefixes`);
-      s.types.forEach((t, i) => {
-        if (!t || t.length > MAX_TYPE_LENGTH || !TYPE_PREFIX.test(t)) {
-          throw invalidArgument(`types[${i}]`, `must be an event type or a prefix of one (lower-case letters, digits, "_" and ".", at most ${MAX_TYPE_LENGTH} characters)`);
-        }
-      });
-      checkDescription(s.description);
-    },
+    validate: (s: Subscription) => validateSubscription(egress, s),
     toColumns: (s) => ({ sink: s.sink, types: [...new Set(s.types)], description: s.description }),
     missingReference: "group",
   });
@@ -99,7 +123,14 @@ export function subscriptionsService(ctx: ServiceContext): ServiceImpl<typeof Su
       mayReceiveEvents(context, parent);
       const uid = newChildUid(parent);
       const secret = newSigningSecret();
-      const created = await store.create(req.subscription ?? create(SubscriptionSchema), { uid, parentUid: parent, secret: sealSecret(ctx.secrets, uid, secret) }, context);
+      const input = req.subscription ?? create(SubscriptionSchema);
+      // A bad request is told so before a full group is.
+      validateSubscription(ctx.egress, input);
+      const values = { uid, parentUid: parent, secret: sealSecret(ctx.secrets, uid, secret) };
+      const created = await ctx.db.transaction(async (tx) => {
+        await assertRoomFor(tx, parent);
+        return store.create(input, values, context, tx);
+      });
       // The only answer that carries the secret (never the event's data: that is rendered from the row).
       created.secret = secret;
       return created;
