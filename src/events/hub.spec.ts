@@ -68,4 +68,41 @@ describe("EventHub", () => {
     await closing;
     expect(lookups).toBe(1);
   });
+
+  it("after a failed look ignores wake-ups for a while (the database is away), and looks at once when resumed", async () => {
+    let looks = 0;
+    let failing = true;
+    let statements = 0;
+    // The first statement is subscribe()'s max(seq); every later one is a look.
+    const db = {
+      execute: async () => {
+        if (statements++ === 0) return [{ seq: 0 }];
+        looks++;
+        if (failing) throw new Error("database away");
+        return [];
+      },
+    } as unknown as Database;
+    const errors: unknown[] = [];
+    const hub = new EventHub({ db, pollMs: 60_000, onError: (e) => errors.push(e) });
+    await hub.subscribe(new AbortController().signal);
+    const settle = () => new Promise((r) => setTimeout(r, 10));
+    hub.wake();
+    await settle();
+    expect(looks).toBe(1);
+    // Every NOTIFY and poll now: not one more look until the pause ends.
+    for (let i = 0; i < 10; i++) hub.wake();
+    await settle();
+    expect(looks).toBe(1);
+    expect(errors).toHaveLength(1);
+    // The LISTEN is back: look now.
+    failing = false;
+    hub.resume();
+    await settle();
+    expect(looks).toBe(2);
+    // A look that worked ends the pause: wake-ups look again.
+    hub.wake();
+    await settle();
+    expect(looks).toBe(3);
+    await hub.close();
+  });
 });

@@ -25,6 +25,8 @@ const PAGE = 5_000;
 /** A seq skipped over is looked for this long: its transaction may still commit (or it rolled back). */
 const GAP_LIFETIME_MS = 30_000;
 const MAX_GAPS = 10_000;
+/** The longest pause after failed looks (the database unreachable). */
+const MAX_FAILURE_PAUSE_MS = 30_000;
 
 export interface EventHubOptions {
   db: Executor;
@@ -48,6 +50,9 @@ export class EventHub {
   private looking: Promise<void> | undefined;
   private again = false;
   private timer: NodeJS.Timeout | undefined;
+  /** Failed looks in a row, and until when wake-ups are ignored because of them. */
+  private failures = 0;
+  private pausedUntil = 0;
 
   constructor(private readonly opts: EventHubOptions) {}
 
@@ -60,12 +65,26 @@ export class EventHub {
   wake(): void {
     // Idle (no watcher): nothing to look for; the first watcher starts the cursor afresh.
     if (this.closed || this.watchers.size === 0) return;
+    // The database is away: looking every second would only push the driver's reconnect backoff
+    // up, and with it every API call's wait (as the dispatcher's pause, docs/design.md "Webhooks").
+    if (Date.now() < this.pausedUntil) return;
     if (this.looking) {
       this.again = true;
       return;
     }
     this.looking = this.look()
-      .catch(this.opts.onError)
+      .then(
+        () => {
+          this.failures = 0;
+          this.pausedUntil = 0;
+        },
+        (e: unknown) => {
+          this.failures++;
+          this.pausedUntil = Date.now() + Math.min((this.opts.pollMs ?? 1000) * 2 ** this.failures, MAX_FAILURE_PAUSE_MS);
+          this.again = false;
+          this.opts.onError(e);
+        },
+      )
       .finally(() => {
         this.looking = undefined;
         if (this.again) {
@@ -92,6 +111,12 @@ export class EventHub {
     }
     if (seqs.length) for (const w of this.watchers) w.push(seqs);
     if (rows.length === PAGE) this.again = true;
+  }
+
+  /** The database is back (its LISTEN is established again): look now, whatever pause failures set. */
+  resume(): void {
+    this.pausedUntil = 0;
+    this.wake();
   }
 
   /**

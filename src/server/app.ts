@@ -175,7 +175,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   // it was down.
   const lookForEvents = () => eventHub.wake();
   const lookForDeliveries = () => dispatcher.notify();
-  const unlistenEvents = await database.listen(EVENTS_CHANNEL, lookForEvents, lookForEvents);
+  const unlistenEvents = await database.listen(EVENTS_CHANNEL, lookForEvents, () => eventHub.resume());
   const unlistenDeliveries = await database.listen(DELIVERIES_CHANNEL, lookForDeliveries, lookForDeliveries);
   dispatcher.start();
   const retention = new EventRetention({ db: database.db, clock, retentionMs: config.events.retentionMs, onError: (e) => log.error({ err: e }, "event pruning failed") });
