@@ -176,6 +176,44 @@ describe("WebhookDispatcher", () => {
       expect(check["Rows Removed by Filter"] ?? 0).toBe(0);
     }
   });
+
+  it("pauses after a failed round, ignoring notifications, and looks again at once when resume() says the database is back", async () => {
+    let claims = 0;
+    let failing = true;
+    // A claim is one statement: while the database is away, that is where it fails.
+    const db = new Proxy(handle.db, {
+      get(target, key, receiver) {
+        if (key === "execute") {
+          claims++;
+          if (failing) return () => Promise.reject(new Error("database away"));
+        }
+        return Reflect.get(target, key, receiver) as unknown;
+      },
+    });
+    const errors: unknown[] = [];
+    const dispatcher = new WebhookDispatcher({
+      db,
+      fetch: controlledFetch().fetch,
+      secrets,
+      clock: () => NOW,
+      backoffMs: 1000,
+      pollMs: 600_000,
+      onError: (e) => errors.push(e),
+      onDeliveryError: () => {},
+    });
+    dispatcher.start();
+    await until(() => claims === 1);
+    // Notifications during the pause (600 s doubled) make it ask nothing.
+    for (let i = 0; i < 10; i++) dispatcher.notify();
+    await new Promise((r) => setTimeout(r, 30));
+    expect(claims).toBe(1);
+    expect(errors).toHaveLength(1);
+    failing = false;
+    dispatcher.resume();
+    await until(() => claims === 2);
+    await dispatcher.stop();
+    expect(errors).toHaveLength(1);
+  });
 });
 
 /** Every node of an EXPLAIN (FORMAT JSON) answer. */

@@ -80,6 +80,8 @@ export class WebhookDispatcher {
   private wake: (() => void) | undefined;
   private loop: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** Ends the current wait, pause or not (resume()). */
+  private endPause: (() => void) | undefined;
   /** Wake-ups for this replica's own retries, so that a short backoff is not stretched to the poll interval. */
   private readonly retries = new Set<NodeJS.Timeout>();
   /** The deliveries being sent, each until it is settled (or its claim released). */
@@ -107,6 +109,12 @@ export class WebhookDispatcher {
   notify(): void {
     this.woken = true;
     this.wake?.();
+  }
+
+  /** The database is back (its LISTEN is established again): end a pause that failed rounds set, and look. */
+  resume(): void {
+    this.endPause?.();
+    this.notify();
   }
 
   /**
@@ -168,16 +176,18 @@ export class WebhookDispatcher {
     }
   }
 
-  /** Waits `ms`, or until notify() when `wakeable` (stop() always ends the wait). */
+  /** Waits `ms`, or until notify() when `wakeable` (stop() and resume() always end the wait). */
   private async sleep(ms: number, wakeable: boolean): Promise<void> {
     await new Promise<void>((resolve) => {
       this.wake = () => {
         if (wakeable || !this.running) resolve();
       };
+      this.endPause = resolve;
       this.timer = setTimeout(resolve, ms);
     });
     clearTimeout(this.timer);
     this.wake = undefined;
+    this.endPause = undefined;
     this.woken = false;
   }
 

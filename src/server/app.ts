@@ -172,11 +172,11 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   });
   // "Events were recorded" and "deliveries were written", from any replica: the watchers' hub and
   // the dispatcher look. A (re)established LISTEN makes them look too, for what was announced while
-  // it was down.
+  // it was down, and ends the pause their failed looks set while the database was away.
   const lookForEvents = () => eventHub.wake();
   const lookForDeliveries = () => dispatcher.notify();
   const unlistenEvents = await database.listen(EVENTS_CHANNEL, lookForEvents, () => eventHub.resume());
-  const unlistenDeliveries = await database.listen(DELIVERIES_CHANNEL, lookForDeliveries, lookForDeliveries);
+  const unlistenDeliveries = await database.listen(DELIVERIES_CHANNEL, lookForDeliveries, () => dispatcher.resume());
   dispatcher.start();
   const retention = new EventRetention({ db: database.db, clock, retentionMs: config.events.retentionMs, onError: (e) => log.error({ err: e }, "event pruning failed") });
   retention.start();
