@@ -72,13 +72,14 @@ export function notLoggedIn(api: string): CliError {
 /**
  * The API token to send: $PLATFORM_TOKEN when set; else the stored one while
  * fresh; a workload's is renewed by exchanging its OIDC token again; an
- * expired browser login has to log in again.
+ * expired browser login has to log in again. `refused` is a token the API has
+ * just refused as expired (a long stream's): the stored one is not fresh if it is that one.
  */
-export async function currentToken(store: ConfigStore, api: string, env: NodeJS.ProcessEnv): Promise<string> {
+export async function currentToken(store: ConfigStore, api: string, env: NodeJS.ProcessEnv, refused?: string): Promise<string> {
   if (env["PLATFORM_TOKEN"]) return env["PLATFORM_TOKEN"];
   const entry = await store.token(api);
   if (!entry) throw notLoggedIn(api);
-  if (isFresh(entry)) return entry.token;
+  if (isFresh(entry) && entry.token !== refused) return entry.token;
   if (entry.kind === "workload" && entry.identity && entry.identityToken) {
     const renewed = await exchangeWorkload(store, api, {
       identity: entry.identity,

@@ -284,6 +284,31 @@ describe("workload login (token exchange)", () => {
     expect((await restClient(server.url, token)("GET", `/iam/v2beta1/groups/${orgUid}`)).status).toBe(200);
   });
 
+  it("events watch goes on when the server ends its stream at the token's expiry: exchanged again, from the last event printed", async () => {
+    const team = (await ok(admin("POST", `/iam/v2beta1/groups/${orgUid}`, { name: "watch-renewal" })))["uid"] as string;
+    // A stored token the server lets expire within 2 s, which the CLI still takes for fresh.
+    const short = await server.app.tokens.mint(identityUid, server.app.urls.baseUrl, 2);
+    const stored = await tokensFile(dir);
+    stored[server.url] = { ...stored[server.url]!, token: short.token, expiry: "2099-01-01T00:00:00.000Z" };
+    await writeFile(join(dir, "tokens.json"), JSON.stringify(stored));
+    await writeFile(tokenFile, await provider.workloadToken("ci-deployer", server.app.urls.authUrl));
+    const watching = server.app.eventHub.size;
+    const run = startCliInProcess(["--api", server.url, "-o", "json", "events", "watch", "--children-of", team, "--type-prefix", "platform.registry.", "--count", "2"], {
+      PLATFORM_CONFIG_DIR: dir,
+    });
+    run.stdin.end();
+    for (let i = 0; i < 250 && server.app.eventHub.size <= watching; i++) await new Promise((r) => setTimeout(r, 20));
+    const first = await ok(admin("POST", `/registry/v2beta1/repos/${team}`, { name: "before-expiry" }));
+    // Expired, renewed: the store holds a new token. A change made now is replayed after the first.
+    const renewed = async () => (await tokensFile(dir))[server.url]!["token"] !== short.token;
+    for (let i = 0; i < 250 && !(await renewed()); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(await renewed()).toBe(true);
+    const second = await ok(admin("POST", `/registry/v2beta1/repos/${team}`, { name: "after-expiry" }));
+    const res = okRun(await run.done);
+    expect(res.stdout.trimEnd().split("\n").map((line) => (JSON.parse(line) as JsonObject)["subject"])).toEqual([first["uid"], second["uid"]]);
+    expect(res.stderr).toBe("");
+  });
+
   it("fails with exit 4 when the expired workload's token file is gone", async () => {
     const gone = freshConfigDir();
     const missing = join(tmp, "no-such-token.jwt");

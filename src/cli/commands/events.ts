@@ -113,7 +113,7 @@ export function registerEvents(program: Command, io: CliIo): void {
     .option("--count <n>", "stop after this many events", positive)
     .action(async (opts: WatchOptions, self: Command) => {
       const ctx = await contextOf(self, io);
-      const token = await currentToken(ctx.store, ctx.api, ctx.env);
+      let token = await currentToken(ctx.store, ctx.api, ctx.env);
       const bearer: Interceptor = (next) => (req) => {
         req.header.set("authorization", `Bearer ${token}`);
         return next(req);
@@ -123,25 +123,48 @@ export function registerEvents(program: Command, io: CliIo): void {
       const stop = () => abort.abort();
       process.once("SIGINT", stop);
       let seen = 0;
+      // Where the stream goes on from when it has to be opened again (its token expired).
+      let after = opts.after ?? "";
+      let renewedAt = 0;
       try {
-        const stream = client.watchEvents(
-          {
-            uidp: { inRoot: opts.inRoot ?? "", childrenOf: opts.childrenOf ?? "" },
-            type: opts.type ?? "",
-            typePrefix: opts.typePrefix ?? "",
-            subject: opts.subject ?? "",
-            actor: opts.actor ?? "",
-            afterId: opts.after ?? "",
-          },
-          { signal: abort.signal },
-        );
-        for await (const event of stream) {
-          const json = toJson(EventSchema, event) as JsonObject;
-          // One line per event: JSON lines, or fixed-width columns under one header.
-          if (ctx.output === "json") ctx.print(JSON.stringify(json));
-          else ctx.print(seen === 0 ? `${WATCH_HEADER}\n${watchLine(json)}` : watchLine(json));
-          seen++;
-          if (opts.count !== undefined && seen >= opts.count) break;
+        for (;;) {
+          try {
+            const stream = client.watchEvents(
+              {
+                uidp: { inRoot: opts.inRoot ?? "", childrenOf: opts.childrenOf ?? "" },
+                type: opts.type ?? "",
+                typePrefix: opts.typePrefix ?? "",
+                subject: opts.subject ?? "",
+                actor: opts.actor ?? "",
+                afterId: after,
+              },
+              { signal: abort.signal },
+            );
+            for await (const event of stream) {
+              const json = toJson(EventSchema, event) as JsonObject;
+              // One line per event: JSON lines, or fixed-width columns under one header.
+              if (ctx.output === "json") ctx.print(JSON.stringify(json));
+              else ctx.print(seen === 0 ? `${WATCH_HEADER}\n${watchLine(json)}` : watchLine(json));
+              seen++;
+              after = event.id;
+              if (opts.count !== undefined && seen >= opts.count) return;
+            }
+            return;
+          } catch (e) {
+            if (abort.signal.aborted) return;
+            // The server ends a stream when its token expires: go on with a renewed one (a
+            // workload's is exchanged again), after the last event printed. Not twice in a row
+            // within a minute: a token refused as soon as it is renewed is refused for good.
+            if (e instanceof ConnectError && e.code === Code.Unauthenticated && Date.now() - renewedAt > 60_000) {
+              const renewed = await currentToken(ctx.store, ctx.api, ctx.env, token);
+              if (renewed !== token) {
+                token = renewed;
+                renewedAt = Date.now();
+                continue;
+              }
+            }
+            throw e;
+          }
         }
       } catch (e) {
         if (abort.signal.aborted) return;
