@@ -4,7 +4,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventsService, type Event } from "../../gen/platform/events/v2beta1/events_pb.js";
-import { MAX_SUBSCRIPTIONS_PER_GROUP } from "../../src/services/events/subscriptions.js";
+import { MAX_SUBSCRIPTIONS_PER_ORGANIZATION } from "../../src/services/events/subscriptions.js";
 import { connectClient, grpcJsClient, restClient, type JsonObject, type RestClient } from "../support/clients.js";
 import { bind, bootstrapIdentityUid, createGroup, createIdentity, expectInvalid, ok, restDetail, uidOf } from "../support/rest-iam.js";
 import { startOidcProvider } from "../support/oidc-provider.js";
@@ -304,30 +304,32 @@ describe("webhooks", () => {
     expect((await hooker("POST", `/events/v2beta1/subscriptions/${org}`, { sink: "https://example.com/hook" })).status).toBe(200);
   });
 
-  it("holds 20 subscriptions per group, also when creates race: more is RESOURCE_EXHAUSTED with a QuotaFailure", async () => {
+  it("holds 50 subscriptions per organization, in all its groups, also when creates race: more is RESOURCE_EXHAUSTED with a QuotaFailure", async () => {
     const { org } = await orgWithIdentity("events-quota");
     const team = uidOf(await createGroup(call, "team", org));
     const create = (group: string, body: JsonObject = { sink: "https://example.com/hook" }) => call("POST", `/events/v2beta1/subscriptions/${group}`, body);
-    // 25 at once: exactly the limit is made, whatever the order in which they run.
-    const results = await Promise.all(Array.from({ length: MAX_SUBSCRIPTIONS_PER_GROUP + 5 }, () => create(org)));
-    expect(results.filter((r) => r.status === 200)).toHaveLength(MAX_SUBSCRIPTIONS_PER_GROUP);
+    // 45 at the organization and 10 in a group below, at once: exactly the limit is made, whatever
+    // the order in which they run. Nesting groups does not give more.
+    const results = await Promise.all([...Array.from({ length: 45 }, () => create(org)), ...Array.from({ length: 10 }, () => create(team))]);
+    expect(results.filter((r) => r.status === 200)).toHaveLength(MAX_SUBSCRIPTIONS_PER_ORGANIZATION);
     const refused = results.filter((r) => r.status !== 200);
-    expect(refused).toHaveLength(5);
+    expect(refused).toHaveLength(55 - MAX_SUBSCRIPTIONS_PER_ORGANIZATION);
     for (const r of refused) {
       expect(r.status).toBe(429);
       expect(r.body["code"]).toBe(8);
       expect(restDetail(r, "QuotaFailure")).toEqual({
         "@type": "type.googleapis.com/google.rpc.QuotaFailure",
-        violations: [{ subject: `group ${org}`, description: expect.stringContaining(`at most ${MAX_SUBSCRIPTIONS_PER_GROUP} subscriptions`) }],
+        violations: [{ subject: `organization ${org}`, description: expect.stringContaining(`at most ${MAX_SUBSCRIPTIONS_PER_ORGANIZATION} subscriptions`) }],
       });
     }
-    const listed = await ok(call("GET", `/events/v2beta1/subscriptions?uidp.childrenOf=${org}&pageSize=200`));
-    expect(listed["totalCount"]).toBe(String(MAX_SUBSCRIPTIONS_PER_GROUP));
-    // A bad request is told so first; a group below has a limit of its own; deleting one makes room.
-    expectInvalid(await create(org, { sink: "https://10.0.0.1/hook" }), "sink");
-    await ok(create(team));
+    const listed = await ok(call("GET", `/events/v2beta1/subscriptions?uidp.inRoot=${org}&pageSize=200`));
+    expect(listed["totalCount"]).toBe(String(MAX_SUBSCRIPTIONS_PER_ORGANIZATION));
+    // A bad request is told so first; another organization has a limit of its own; deleting one makes room.
+    expectInvalid(await create(team, { sink: "https://10.0.0.1/hook" }), "sink");
+    expect((await create(team)).status).toBe(429);
+    await ok(create((await orgWithIdentity("events-quota-other")).org));
     await ok(call("DELETE", `/events/v2beta1/subscriptions/${uidOf((listed["subscriptions"] as JsonObject[])[0]!)}`));
-    await ok(create(org));
+    await ok(create(team));
     expect((await create(org)).status).toBe(429);
   });
 

@@ -5,7 +5,8 @@ import { callerGrants } from "../../authz/index.js";
 import { count, eq, inArray } from "drizzle-orm";
 import { SubscriptionSchema, SubscriptionsService, type Subscription } from "../../../gen/platform/events/v2beta1/subscriptions_pb.js";
 import type { SecretBox } from "../../crypto/index.js";
-import { newChildUid, parentOf, schema, type Executor } from "../../db/index.js";
+import { groupAndAncestors, newChildUid, parentOf, schema, type Executor } from "../../db/index.js";
+import { atOrBelow } from "../../list/scope.js";
 import { EgressError, type Egress } from "../../egress/index.js";
 import { invalidArgument, notFound, permissionDenied, quotaExceeded } from "../../errors/index.js";
 import { subscriptionSecretContext } from "../../events/index.js";
@@ -22,23 +23,26 @@ const MAX_SINK_LENGTH = 2048;
 const TYPE_PREFIX = /^[a-z0-9_.]+$/;
 
 /**
- * Subscriptions one group may hold. Each event is written with a delivery for every matching
- * subscription of its group and of the groups above it, in the change's transaction, so this
- * bounds what one change costs and what one group can put in every replica's delivery queue.
+ * Subscriptions one organization may hold, in its root group and every group below. Each event is
+ * written with a delivery for every matching subscription of its group and of the groups above
+ * it, in the change's transaction, so this bounds what one change costs and what one
+ * organization can put in every replica's delivery queue. A limit per group would not: an owner
+ * could nest groups and give each its own share.
  */
-export const MAX_SUBSCRIPTIONS_PER_GROUP = 20;
+export const MAX_SUBSCRIPTIONS_PER_ORGANIZATION = 50;
 
-/** Refuses a subscription beyond the group's limit. Run in the create's transaction. */
+/** Refuses a subscription beyond its organization's limit. Run in the create's transaction. */
 async function assertRoomFor(tx: Executor, group: string): Promise<void> {
-  // Creates in one group take turns on the group's row (FOR NO KEY UPDATE, which the KEY SHARE
-  // locks of other creates do not wait for), so two cannot both find room for the last one.
-  const [held] = await tx.select({ uid: groups.uid }).from(groups).where(eq(groups.uid, group)).for("no key update");
-  if (!held) throw notFound("group", group);
-  const [row] = await tx.select({ n: count() }).from(subscriptions).where(eq(subscriptions.parentUid, group));
-  if ((row?.n ?? 0) >= MAX_SUBSCRIPTIONS_PER_GROUP) {
+  const [organization] = groupAndAncestors(group);
+  // Creates in one organization take turns on its root group's row (FOR NO KEY UPDATE, which the
+  // KEY SHARE locks of other creates do not wait for), so two cannot both find room for the last one.
+  const [root] = await tx.select({ uid: groups.uid }).from(groups).where(eq(groups.uid, organization!)).for("no key update");
+  if (!root) throw notFound("group", group);
+  const [row] = await tx.select({ n: count() }).from(subscriptions).where(atOrBelow(subscriptions.parentUid, organization!));
+  if ((row?.n ?? 0) >= MAX_SUBSCRIPTIONS_PER_ORGANIZATION) {
     throw quotaExceeded(
-      `group ${group}`,
-      `a group holds at most ${MAX_SUBSCRIPTIONS_PER_GROUP} subscriptions: delete one first (a subscription's types can name several event type prefixes)`,
+      `organization ${organization}`,
+      `an organization holds at most ${MAX_SUBSCRIPTIONS_PER_ORGANIZATION} subscriptions, in all its groups: delete one first (a subscription's types can name several event type prefixes)`,
     );
   }
 }
