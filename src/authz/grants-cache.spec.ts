@@ -5,12 +5,12 @@ import { GrantsCache } from "./grants-cache.js";
 function setup() {
   let now = 0;
   const loads: string[] = [];
-  let release: (() => void) | undefined;
+  let releases: (() => void)[] = [];
   let hold = false;
   const cache = new GrantsCache(
     async (uid) => {
       loads.push(uid);
-      if (hold) await new Promise<void>((r) => (release = r));
+      if (hold) await new Promise<void>((r) => releases.push(r));
       return new Grants([{ groupUid: uid, capabilities: new Set([`load-${loads.length}`]) }]);
     },
     () => new Date(now),
@@ -20,9 +20,11 @@ function setup() {
     loads,
     advance: (ms: number) => (now += ms),
     holdNextLoad: () => (hold = true),
+    /** Lets every held load finish. */
     finishLoad: () => {
       hold = false;
-      release?.();
+      for (const release of releases) release();
+      releases = [];
     },
   };
 }
@@ -59,5 +61,39 @@ describe("GrantsCache", () => {
     const next = await t.cache.get("a");
     expect(next.holdsAnywhere("load-2")).toBe(true);
     expect(t.loads).toEqual(["a", "a"]);
+  });
+
+  it("runs one load for callers of one identity that miss together, and a new one for those that come after a clear", async () => {
+    const t = setup();
+    t.holdNextLoad();
+    const together = [t.cache.get("a"), t.cache.get("a"), t.cache.get("a")];
+    expect(t.loads).toEqual(["a"]);
+    // After a clear, the load under way may have read old grants: a new caller does not share it.
+    t.cache.invalidate();
+    const after = t.cache.get("a");
+    expect(t.loads).toEqual(["a", "a"]);
+    t.finishLoad();
+    const [first, second, third] = await Promise.all(together);
+    expect(second).toBe(first);
+    expect(third).toBe(first);
+    expect(await after).not.toBe(first);
+    expect(await t.cache.get("a")).toBe(await after);
+    expect(t.loads).toEqual(["a", "a"]);
+  });
+
+  it("lets every caller sharing a load see its failure, and the next caller load again", async () => {
+    let fail = true;
+    let loads = 0;
+    const cache = new GrantsCache(async () => {
+      loads++;
+      if (fail) throw new Error("database away");
+      return new Grants([]);
+    }, () => new Date(0));
+    const results = await Promise.allSettled([cache.get("a"), cache.get("a")]);
+    expect(results.map((r) => r.status)).toEqual(["rejected", "rejected"]);
+    expect(loads).toBe(1);
+    fail = false;
+    await cache.get("a");
+    expect(loads).toBe(2);
   });
 });

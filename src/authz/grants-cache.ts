@@ -21,6 +21,11 @@ interface Entry {
  */
 export class GrantsCache {
   private readonly entries = new Map<string, Entry>();
+  /**
+   * Loads under way, one per identity: after a clear, every request and open stream of one
+   * identity waits for the same load instead of each running its own.
+   */
+  private readonly loading = new Map<string, { generation: number; grants: Promise<Grants> }>();
   private generation = 0;
 
   constructor(
@@ -37,12 +42,22 @@ export class GrantsCache {
     this.onLookup(fresh);
     if (fresh) return hit.grants;
     const generation = this.generation;
-    const grants = await this.load(identityUid);
-    if (generation === this.generation) {
-      if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
-      this.entries.set(identityUid, { grants, loadedAt: now });
+    const pending = this.loading.get(identityUid);
+    // Only a load that started after the last clear: one from before may have read old grants.
+    if (pending?.generation === generation) return pending.grants;
+    const grants = this.load(identityUid);
+    const mine = { generation, grants };
+    this.loading.set(identityUid, mine);
+    try {
+      const loaded = await grants;
+      if (generation === this.generation) {
+        if (this.entries.size >= MAX_ENTRIES) this.entries.clear();
+        this.entries.set(identityUid, { grants: loaded, loadedAt: now });
+      }
+      return loaded;
+    } finally {
+      if (this.loading.get(identityUid) === mine) this.loading.delete(identityUid);
     }
-    return grants;
   }
 
   invalidate(): void {
