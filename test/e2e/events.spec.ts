@@ -309,7 +309,8 @@ describe("webhooks", () => {
     const team = uidOf(await createGroup(call, "team", org));
     const create = (group: string, body: JsonObject = { sink: "https://example.com/hook" }) => call("POST", `/events/v2beta1/subscriptions/${group}`, body);
     // 45 at the organization and 10 in a group below, at once: exactly the limit is made, whatever
-    // the order in which they run. Nesting groups does not give more.
+    // the order in which they run (they race on PostgreSQL; PGlite runs one transaction at a
+    // time). Nesting groups does not give more.
     const results = await Promise.all([...Array.from({ length: 45 }, () => create(org)), ...Array.from({ length: 10 }, () => create(team))]);
     expect(results.filter((r) => r.status === 200)).toHaveLength(MAX_SUBSCRIPTIONS_PER_ORGANIZATION);
     const refused = results.filter((r) => r.status !== 200);
