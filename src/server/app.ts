@@ -110,6 +110,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   const webhookEgress = new Egress({ allowInsecure: config.allowInsecureIssuers, timeoutMs: config.events.timeoutMs, maxBytes: 64 * 1024, maxInFlight: WEBHOOKS_IN_FLIGHT });
   const eventHub = new EventHub({ db: database.db, onError: (e) => log.error({ err: e }, "reading new events failed; retrying") });
   eventHub.start();
+  metrics.eventStreams(() => eventHub.size);
   const grantsCache = new GrantsCache(Grants.loader(database.db), clock, (hit) => metrics.grantsLookup(hit));
   const authorizer = new Authorizer({
     db: database.db,

@@ -7,7 +7,7 @@ import type { AccessRecord } from "./access-log.js";
  * What `/metrics` shows, in Prometheus' text format (README: Operations):
  * requests by RPC, code and HTTP status with their latency, database
  * queries with theirs and how many are in flight against the pool's size,
- * the grants cache's hits and misses, token exchanges by outcome, and the process
+ * the grants cache's hits and misses, token exchanges by outcome, open event streams, and the process
  * (CPU, memory, event-loop lag, GC). Labels come from closed sets (RPC
  * names, codes), never from request data, so their number stays bounded.
  */
@@ -58,6 +58,18 @@ export class Metrics {
       help: "Token exchanges (/sts/exchange) by outcome: issued, refused (401) or invalid (400).",
       labelNames: ["outcome"],
       registers: [this.registry],
+    });
+  }
+
+  /** Shows this replica's open WatchEvents streams, read when /metrics is scraped. */
+  eventStreams(count: () => number): void {
+    new Gauge({
+      name: "platform_event_streams",
+      help: "WatchEvents streams open on this replica (each runs a query per batch of new events).",
+      registers: [this.registry],
+      collect() {
+        this.set(count());
+      },
     });
   }
 

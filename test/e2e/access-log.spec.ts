@@ -2,6 +2,7 @@ import { readFile } from "node:fs/promises";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EventsService } from "../../gen/platform/events/v2beta1/events_pb.js";
 import { GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { createLogger } from "../../src/server/logger.js";
 import { connectClient, restClient, type JsonObject } from "../support/clients.js";
@@ -97,8 +98,25 @@ describe("/metrics", () => {
     expect(text).toMatch(/platform_grants_cache_lookups_total\{result="hit"\} [1-9]/);
     expect(text).toMatch(/platform_token_exchanges_total\{outcome="invalid"\} [1-9]/);
     expect(text).toMatch(/platform_token_exchanges_total\{outcome="refused"\} [1-9]/);
+
     expect(text).toMatch(/platform_process_cpu_seconds_total \d/);
     expect(text).toMatch(/platform_nodejs_eventloop_lag_seconds \d/);
+  });
+
+  it("shows the open WatchEvents streams", async () => {
+    const streams = async () => Number(/^platform_event_streams (\d+)$/m.exec(await (await fetch(`${server.url}/metrics`)).text())?.[1] ?? NaN);
+    expect(await streams()).toBe(0);
+    const abort = new AbortController();
+    const watching = (async () => {
+      for await (const e of connectClient(EventsService, server.url, server.token).watchEvents({}, { signal: abort.signal })) return e;
+      return undefined;
+    })().catch(() => undefined);
+    for (let i = 0; i < 250 && server.app.eventHub.size === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(await streams()).toBe(1);
+    abort.abort();
+    await watching;
+    for (let i = 0; i < 250 && server.app.eventHub.size > 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(await streams()).toBe(0);
   });
 
   it("times database queries and shows the pool", async () => {

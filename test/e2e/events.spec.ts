@@ -4,6 +4,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventsService, type Event } from "../../gen/platform/events/v2beta1/events_pb.js";
+import { MAX_STREAMS_PER_ORGANIZATION } from "../../src/services/events/events.js";
 import { MAX_SUBSCRIPTIONS_PER_ORGANIZATION } from "../../src/services/events/subscriptions.js";
 import { connectClient, grpcJsClient, restClient, type JsonObject, type RestClient } from "../support/clients.js";
 import { bind, bootstrapIdentityUid, createGroup, createIdentity, expectInvalid, ok, restDetail, uidOf } from "../support/rest-iam.js";
@@ -496,6 +497,38 @@ describe("WatchEvents", () => {
     expect(got).toEqual([]);
     await until(() => server.app.eventHub.size === watching);
     expect(server.app.eventHub.size).toBe(watching);
+  });
+
+  it("refuses more than 64 streams for the identities of one organization together", async () => {
+    const { org } = await orgWithIdentity("events-watch-org-limit");
+    const tokens: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const identity = uidOf(await createIdentity(call, org, { name: `watcher-${i}`, claimMatch: { issuer: "https://issuer.example", subject: `watcher-${i}` } }));
+      await ok(bind(call, org, identity, "viewer"));
+      tokens.push((await server.app.tokens.mint(identity, server.app.urls.baseUrl)).token);
+    }
+    const abort = new AbortController();
+    setMaxListeners(2 * MAX_STREAMS_PER_ORGANIZATION, abort.signal);
+    const firstOf = async (token: string, signal?: AbortSignal) => {
+      for await (const e of connectClient(EventsService, server.url, token).watchEvents({ uidp: { inRoot: org } }, { signal })) return e;
+      return undefined;
+    };
+    const before = server.app.eventHub.size;
+    // Four identities with 16 streams each: the organization's 64.
+    const open = Array.from({ length: MAX_STREAMS_PER_ORGANIZATION }, (_, i) => firstOf(tokens[Math.floor(i / 16)]!, abort.signal).catch(() => undefined));
+    for (let i = 0; i < 250 && server.app.eventHub.size < before + MAX_STREAMS_PER_ORGANIZATION; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(server.app.eventHub.size).toBe(before + MAX_STREAMS_PER_ORGANIZATION);
+    // A fifth identity of the organization, with none open yet, is refused; a root-level identity is not.
+    const refused = await firstOf(tokens[4]!, AbortSignal.timeout(5_000)).then(() => undefined, (e: unknown) => e);
+    expect(refused).toMatchObject({ code: Code.ResourceExhausted });
+    expect((refused as ConnectError).rawMessage).toMatch(/per organization/);
+    const other = new AbortController();
+    const admitted = firstOf(server.token, other.signal).catch(() => undefined);
+    for (let i = 0; i < 250 && server.app.eventHub.size < before + MAX_STREAMS_PER_ORGANIZATION + 1; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(server.app.eventHub.size).toBe(before + MAX_STREAMS_PER_ORGANIZATION + 1);
+    other.abort();
+    abort.abort();
+    await Promise.all([...open, admitted]);
   });
 
   it("refuses a resume point that names no event, and bad filters", async () => {

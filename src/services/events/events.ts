@@ -80,9 +80,32 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** Open WatchEvents streams one identity may hold on one server. */
 export const MAX_STREAMS_PER_IDENTITY = 16;
+/**
+ * Open streams the identities of one organization may hold together on one server: each stream
+ * runs a query per batch of new events, and an owner can make identities at will.
+ */
+export const MAX_STREAMS_PER_ORGANIZATION = 64;
+
+/** Open streams per key, refused past a limit. */
+class StreamCounts {
+  private readonly open = new Map<string, number>();
+  constructor(private readonly limit: number) {}
+  full(key: string): boolean {
+    return (this.open.get(key) ?? 0) >= this.limit;
+  }
+  add(key: string): void {
+    this.open.set(key, (this.open.get(key) ?? 0) + 1);
+  }
+  remove(key: string): void {
+    const left = (this.open.get(key) ?? 1) - 1;
+    if (left > 0) this.open.set(key, left);
+    else this.open.delete(key);
+  }
+}
 
 export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsService> {
-  const streamsOf = new Map<string, number>();
+  const streamsOf = new StreamCounts(MAX_STREAMS_PER_IDENTITY);
+  const streamsIn = new StreamCounts(MAX_STREAMS_PER_ORGANIZATION);
   const select = (db: Executor, where: SQL[], limit: number) =>
     db.select().from(events).where(and(...where)).orderBy(asc(events.seq)).limit(limit);
 
@@ -105,17 +128,21 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
       };
       await conditions();
       const watcher = principal.identityUid;
-      const open = streamsOf.get(watcher) ?? 0;
-      if (open >= MAX_STREAMS_PER_IDENTITY) {
+      // A root-level identity (a person, the bootstrap) belongs to no organization.
+      const organization = watcher.includes("/") ? watcher.slice(0, watcher.indexOf("/")) : undefined;
+      if (streamsOf.full(watcher)) {
         throw resourceExhausted(`at most ${MAX_STREAMS_PER_IDENTITY} WatchEvents streams per identity on one server; close one first`);
       }
-      streamsOf.set(watcher, open + 1);
+      if (organization !== undefined && streamsIn.full(organization)) {
+        throw resourceExhausted(`at most ${MAX_STREAMS_PER_ORGANIZATION} WatchEvents streams per organization's identities on one server; close one first`);
+      }
+      streamsOf.add(watcher);
+      if (organization !== undefined) streamsIn.add(organization);
       try {
         yield* watch(req, context, conditions, principal.expiry);
       } finally {
-        const left = (streamsOf.get(watcher) ?? 1) - 1;
-        if (left > 0) streamsOf.set(watcher, left);
-        else streamsOf.delete(watcher);
+        streamsOf.remove(watcher);
+        if (organization !== undefined) streamsIn.remove(organization);
       }
     },
   };
