@@ -1,8 +1,9 @@
 import { eq, sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
+import { testEventRecorder } from "../../test/support/event-recorder.js";
 import { migratedStorePerFile } from "../../test/support/fresh-store.js";
 import { newRootUid, queryRows, schema, type DatabaseHandle } from "../db/index.js";
-import { EventRecorder, newEventUid } from "./recorder.js";
+import { newEventUid } from "./recorder.js";
 
 // The recorder writes an event and one delivery per matching subscription in the change's
 // transaction; a subscription deleted at the same moment must neither fail the change nor get one.
@@ -10,16 +11,7 @@ import { EventRecorder, newEventUid } from "./recorder.js";
 const NOW = new Date("2030-06-01T00:00:00.000Z");
 let handle: DatabaseHandle;
 migratedStorePerFile((h) => (handle = h));
-const recorder = new EventRecorder({
-  source: "https://platform.test",
-  clock: () => NOW,
-  render: () => ({}),
-  retryForMs: 86_400_000,
-  announce: async () => {},
-  onError: (e) => {
-    throw e;
-  },
-});
+const recorder = testEventRecorder(() => NOW);
 
 async function groupWithSubscriptions(): Promise<{ group: string; doomed: string; kept: string }> {
   const group = newRootUid();

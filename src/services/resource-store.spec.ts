@@ -3,13 +3,12 @@ import { FieldMaskSchema, timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
+import { testEventRecorder } from "../../test/support/event-recorder.js";
 import { migratedStorePerFile } from "../../test/support/fresh-store.js";
 import { BadRequestSchema, ResourceInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { GroupSchema, GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { createContextValues } from "@connectrpc/connect";
-import { toJson } from "@bufbuild/protobuf";
 import { principalKey } from "../auth/index.js";
-import { EventRecorder } from "../events/index.js";
 import { isForeignKeyViolation, newChildUid, newRootUid, schema, type DatabaseHandle } from "../db/index.js";
 import { groupResource } from "./iam/groups.js";
 import { ResourceStore } from "./resource-store.js";
@@ -30,7 +29,7 @@ const groupMapping = groupResource;
 let handle: DatabaseHandle;
 migratedStorePerFile((h) => (handle = h));
 let store: ResourceStore<typeof schema.groups, typeof GroupSchema>;
-const recorder = new EventRecorder({ source: "https://platform.test", clock, render: (desc, message) => toJson(desc, message), retryForMs: 86_400_000, announce: async () => {}, onError: (e) => { throw e; } });
+const recorder = testEventRecorder(clock);
 
 beforeAll(async () => {
   store = new ResourceStore(handle.db, clock, groupMapping, recorder);

@@ -1,6 +1,5 @@
-import { toJson } from "@bufbuild/protobuf";
 import { Egress } from "../egress/index.js";
-import { EventHub, EventRecorder } from "../events/index.js";
+import { EventHub } from "../events/index.js";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -8,6 +7,7 @@ import { create } from "@bufbuild/protobuf";
 import { is } from "drizzle-orm";
 import { getTableConfig, PgTable } from "drizzle-orm/pg-core";
 import { beforeAll, describe, expect, it } from "vitest";
+import { testEventRecorder } from "../../test/support/event-recorder.js";
 import { migratedStorePerFile } from "../../test/support/fresh-store.js";
 import { GroupSchema, GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { TagSchema } from "../../gen/platform/registry/v2beta1/tags_pb.js";
@@ -37,7 +37,7 @@ beforeAll(async () => {
     list: await ListEngine.create(handle.db, secrets, clock),
     clock,
     secrets,
-    events: new EventRecorder({ source: "https://platform.test", clock, render: (desc, message) => toJson(desc, message), retryForMs: 1000, announce: async () => {}, onError: (e) => { throw e; } }),
+    events: testEventRecorder(clock),
     eventHub: new EventHub({ db: handle.db, onError: (e) => { throw e; } }),
     egress: new Egress({ allowInsecure: false }),
     access: { visibilityNow: () => Promise.reject(new Error("no stream in these tests")) },

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { testEventRecorder } from "../../../test/support/event-recorder.js";
 import { migratedStorePerFile } from "../../../test/support/fresh-store.js";
 import type { DatabaseHandle } from "../../db/index.js";
-import { EventRecorder } from "../../events/index.js";
 import type { TokenService } from "../tokens.js";
 import { PlatformAdmins } from "./platform-admins.js";
 import { signIn, type SignInDeps } from "./sign-in.js";
@@ -22,16 +22,7 @@ function deps(cleared: string[]): SignInDeps {
     audience: "https://platform.test",
     clock: () => NOW,
     admins: PlatformAdmins.parse(`${ISSUER}|ada`, ISSUER, (m) => new Error(m)),
-    events: new EventRecorder({
-      source: "https://platform.test",
-      clock: () => NOW,
-      render: () => ({}),
-      retryForMs: 1000,
-      announce: async () => {},
-      onError: (e) => {
-        throw e;
-      },
-    }),
+    events: testEventRecorder(() => NOW),
     grantsChanged: () => cleared.push("cleared"),
   };
 }
