@@ -177,6 +177,37 @@ describe("WebhookDispatcher", () => {
     }
   });
 
+  it("does not pause after a round that failed while resume() was told the database is back", async () => {
+    let claims = 0;
+    let failFirst!: () => void;
+    const db = new Proxy(handle.db, {
+      get(target, key, receiver) {
+        if (key === "execute") {
+          claims++;
+          // The first claim is under way when the LISTEN comes back, and then fails.
+          if (claims === 1) return () => new Promise<void>((resolve) => (failFirst = resolve)).then(() => Promise.reject(new Error("database away")));
+        }
+        return Reflect.get(target, key, receiver) as unknown;
+      },
+    });
+    const dispatcher = new WebhookDispatcher({
+      db,
+      fetch: controlledFetch().fetch,
+      secrets,
+      clock: () => NOW,
+      backoffMs: 1000,
+      pollMs: 600_000,
+      onError: () => {},
+      onDeliveryError: () => {},
+    });
+    dispatcher.start();
+    await until(() => claims === 1);
+    dispatcher.resume();
+    failFirst();
+    await until(() => claims === 2);
+    await dispatcher.stop();
+  });
+
   it("pauses after a failed round, ignoring notifications, and looks again at once when resume() says the database is back", async () => {
     let claims = 0;
     let failing = true;

@@ -82,6 +82,8 @@ export class WebhookDispatcher {
   private timer: NodeJS.Timeout | undefined;
   /** Ends the current wait, pause or not (resume()). */
   private endPause: (() => void) | undefined;
+  /** Counts resume() calls: a round that fails after one began has no pause to take. */
+  private resumes = 0;
   /** Wake-ups for this replica's own retries, so that a short backoff is not stretched to the poll interval. */
   private readonly retries = new Set<NodeJS.Timeout>();
   /** The deliveries being sent, each until it is settled (or its claim released). */
@@ -113,6 +115,7 @@ export class WebhookDispatcher {
 
   /** The database is back (its LISTEN is established again): end a pause that failed rounds set, and look. */
   resume(): void {
+    this.resumes++;
     this.endPause?.();
     this.notify();
   }
@@ -146,12 +149,14 @@ export class WebhookDispatcher {
       const free = this.maxInFlight - this.inFlight.size;
       let claimed = 0;
       if (free > 0) {
+        const resumes = this.resumes;
         try {
           claimed = await this.claimAndSend(free);
           failures = 0;
         } catch (e) {
-          failures++;
           this.opts.onError(e);
+          // The database came back while this round was under way: try again rather than pause.
+          failures = this.resumes === resumes ? failures + 1 : 0;
         }
       }
       if (!this.running) break;

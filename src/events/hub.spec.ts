@@ -105,4 +105,28 @@ describe("EventHub", () => {
     expect(looks).toBe(3);
     await hub.close();
   });
+
+  it("does not pause after a look that failed while resume() was told the database is back", async () => {
+    let looks = 0;
+    let statements = 0;
+    let failFirst!: () => void;
+    const db = {
+      execute: async () => {
+        if (statements++ === 0) return [{ seq: 0 }];
+        looks++;
+        // The first look is under way when the LISTEN comes back, and then fails.
+        if (looks === 1) await new Promise<void>((resolve) => (failFirst = resolve)).then(() => Promise.reject(new Error("database away")));
+        return [];
+      },
+    } as unknown as Database;
+    const hub = new EventHub({ db, pollMs: 60_000, onError: () => {} });
+    await hub.subscribe(new AbortController().signal);
+    hub.wake();
+    await new Promise((r) => setTimeout(r, 10));
+    hub.resume();
+    failFirst();
+    await new Promise((r) => setTimeout(r, 10));
+    expect(looks).toBe(2);
+    await hub.close();
+  });
 });

@@ -53,6 +53,8 @@ export class EventHub {
   /** Failed looks in a row, and until when wake-ups are ignored because of them. */
   private failures = 0;
   private pausedUntil = 0;
+  /** Counts resume() calls: a look that fails after one began has no pause to take. */
+  private resumes = 0;
 
   constructor(private readonly opts: EventHubOptions) {}
 
@@ -72,6 +74,7 @@ export class EventHub {
       this.again = true;
       return;
     }
+    const resumes = this.resumes;
     this.looking = this.look()
       .then(
         () => {
@@ -79,10 +82,12 @@ export class EventHub {
           this.pausedUntil = 0;
         },
         (e: unknown) => {
+          this.opts.onError(e);
+          // The database came back while this look was under way: look again rather than pause.
+          if (this.resumes !== resumes) return;
           this.failures++;
           this.pausedUntil = Date.now() + Math.min((this.opts.pollMs ?? 1000) * 2 ** this.failures, MAX_FAILURE_PAUSE_MS);
           this.again = false;
-          this.opts.onError(e);
         },
       )
       .finally(() => {
@@ -115,6 +120,7 @@ export class EventHub {
 
   /** The database is back (its LISTEN is established again): look now, whatever pause failures set. */
   resume(): void {
+    this.resumes++;
     this.pausedUntil = 0;
     this.wake();
   }
