@@ -81,8 +81,9 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
 /** Open WatchEvents streams one identity may hold on one server. */
 export const MAX_STREAMS_PER_IDENTITY = 16;
 /**
- * Open streams the identities of one organization may hold together on one server: each stream
- * runs a query per batch of new events, and an owner can make identities at will.
+ * Open streams that may read one organization's events on one server, whoever holds them: each
+ * stream runs a query per batch of new events, and an owner can make identities at will (its
+ * own, or people through its identity provider).
  */
 export const MAX_STREAMS_PER_ORGANIZATION = 64;
 
@@ -122,27 +123,36 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
       const filters = watchFilters(req, context);
       // The caller's visibility now: checked at the start and before each replay page or live batch,
       // so that the stream ends, or narrows, once the token expires or the bindings change.
+      const visibleNow = () => ctx.access.visibilityNow(principal, context.method);
       const conditions = async () => {
-        const visible = visibilityCondition(eventsSource, await ctx.access.visibilityNow(principal, context.method));
+        const visible = visibilityCondition(eventsSource, await visibleNow());
         return visible ? [...filters, visible] : filters;
       };
-      await conditions();
+      const visibility = await visibleNow();
+      // The organizations whose events it reads: whoever the caller is (an organization's own
+      // identity, or a person signed in through its identity provider), their streams count there.
+      // A stream scoped to a group of one of them counts in that one only (one scoped elsewhere
+      // still counts in all); a caller who sees everything (a platform administrator) counts in none.
+      const organizationOf = (group: string) => group.split("/")[0]!;
+      const visibleIn = visibility.all ? [] : [...new Set(visibility.roots.map(organizationOf))];
+      const scope = req.uidp ? [req.uidp.inRoot, req.uidp.childrenOf, req.uidp.descendantsOf, req.uidp.ancestorsOf].find((g) => g) : undefined;
+      const scoped = scope ? visibleIn.filter((o) => o === organizationOf(scope)) : [];
+      const organizations = scoped.length ? scoped : visibleIn;
       const watcher = principal.identityUid;
-      // A root-level identity (a person, the bootstrap) belongs to no organization.
-      const organization = watcher.includes("/") ? watcher.slice(0, watcher.indexOf("/")) : undefined;
       if (streamsOf.full(watcher)) {
         throw resourceExhausted(`at most ${MAX_STREAMS_PER_IDENTITY} WatchEvents streams per identity on one server; close one first`);
       }
-      if (organization !== undefined && streamsIn.full(organization)) {
-        throw resourceExhausted(`at most ${MAX_STREAMS_PER_ORGANIZATION} WatchEvents streams per organization's identities on one server; close one first`);
+      const full = organizations.find((o) => streamsIn.full(o));
+      if (full !== undefined) {
+        throw resourceExhausted(`at most ${MAX_STREAMS_PER_ORGANIZATION} WatchEvents streams may read organization ${full}'s events on one server; close one first`);
       }
       streamsOf.add(watcher);
-      if (organization !== undefined) streamsIn.add(organization);
+      for (const o of organizations) streamsIn.add(o);
       try {
         yield* watch(req, context, conditions, principal.expiry);
       } finally {
         streamsOf.remove(watcher);
-        if (organization !== undefined) streamsIn.remove(organization);
+        for (const o of organizations) streamsIn.remove(o);
       }
     },
   };
