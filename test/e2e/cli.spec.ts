@@ -668,6 +668,24 @@ describe("events (README: Events and webhooks)", () => {
     expect(server.app.eventHub.size).toBe(watching);
   });
 
+  it("events watch ends with the server's reason (exit 4) when its identity is deleted: a token that has not expired is not renewed", async () => {
+    const identity = (await ok(admin("POST", `/iam/v2beta1/identities/${orgUid}`, { name: "short-lived", claimMatch: { issuer: provider.issuer, subject: "short-lived" } })))["uid"] as string;
+    await ok(admin("POST", `/iam/v2beta1/roleBindings/${orgUid}`, { identityUid: identity, roleUid: "viewer" }));
+    const minted = await server.app.tokens.mint(identity, server.app.urls.baseUrl);
+    const dir = freshConfigDir();
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, "tokens.json"), JSON.stringify({ [server.url]: { token: minted.token, expiry: minted.expiry.toISOString(), kind: "browser" } }));
+    const watching = server.app.eventHub.size;
+    const run = startCliInProcess(["--api", server.url, "events", "watch", "--in-root", orgUid], { PLATFORM_CONFIG_DIR: dir });
+    run.stdin.end();
+    for (let i = 0; i < 250 && server.app.eventHub.size <= watching; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(server.app.eventHub.size).toBeGreaterThan(watching);
+    await ok(admin("DELETE", `/iam/v2beta1/identities/${identity}`));
+    const res = await run.done;
+    expect(res.code).toBe(4);
+    expect(res.stderr).toContain("no longer exists");
+  });
+
   it("events subscriptions create prints the signing secret, which get and list never show", async () => {
     const org = json(await asAdmin(["-o", "json", "iam", "groups", "create", "events-subscribed"]))["uid"] as string;
     const args = ["--group", org, "--sink", "https://example.com/hook", "--type", "platform.iam.role_binding.", "--description", "from the cli"];

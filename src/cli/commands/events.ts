@@ -3,6 +3,7 @@ import { SubscriptionsService } from "../../../gen/platform/events/v2beta1/subsc
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { InvalidArgumentError, type Command } from "commander";
+import { decodeJwt } from "jose";
 import { EventSchema, EventsService } from "../../../gen/platform/events/v2beta1/events_pb.js";
 import { contextOf, type CommandContext } from "../context.js";
 import { currentToken } from "../credentials.js";
@@ -48,6 +49,18 @@ const COLUMNS: Column[] = [col("TIME", "time", "time"), col("TYPE", "type"), col
 function watchLine(event: JsonObject): string {
   return [time(event["time"]).padEnd(24), text(event["type"]).padEnd(44), text(event["subject"]), text(event["actor"])].join("  ");
 }
+
+/** Whether the JWT `token` has expired by its own `exp` (a token that is not a JWT has not). */
+function expired(token: string): boolean {
+  try {
+    const { exp } = decodeJwt(token);
+    // A minute early: this clock may be behind the server's.
+    return exp !== undefined && exp * 1000 <= Date.now() + 60_000;
+  } catch {
+    return false;
+  }
+}
+
 const WATCH_HEADER = ["TIME".padEnd(24), "TYPE".padEnd(44), "SUBJECT", "ACTOR"].join("  ");
 
 const FILTERS = [
@@ -153,9 +166,10 @@ export function registerEvents(program: Command, io: CliIo): void {
           } catch (e) {
             if (abort.signal.aborted) return;
             // The server ends a stream when its token expires: go on with a renewed one (a
-            // workload's is exchanged again), after the last event printed. Not twice in a row
-            // within a minute: a token refused as soon as it is renewed is refused for good.
-            if (e instanceof ConnectError && e.code === Code.Unauthenticated && Date.now() - renewedAt > 60_000) {
+            // workload's is exchanged again), after the last event printed. Not for a token that
+            // has not expired (its identity was deleted, say: the server's message says so), nor
+            // twice within a minute: a token refused as soon as it is renewed is refused for good.
+            if (e instanceof ConnectError && e.code === Code.Unauthenticated && expired(token) && Date.now() - renewedAt > 60_000) {
               const renewed = await currentToken(ctx.store, ctx.api, ctx.env, token);
               if (renewed !== token) {
                 token = renewed;
