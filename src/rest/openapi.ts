@@ -42,6 +42,7 @@ const ERROR_RESPONSES: readonly (readonly [status: string, name: string, descrip
   ["403", "PermissionDenied", "PERMISSION_DENIED: the caller lacks the capability.", false],
   ["404", "NotFound", "NOT_FOUND: no such resource, or no such REST route.", false],
   ["409", "Conflict", "ALREADY_EXISTS or ABORTED.", true],
+  ["429", "ResourceExhausted", "RESOURCE_EXHAUSTED: a limit is reached (an organization's webhook subscriptions); a QuotaFailure detail names it.", true],
   ["503", "Unavailable", "UNAVAILABLE: the database cannot be reached; retry after `Retry-After` seconds.", false],
 ];
 

@@ -210,6 +210,12 @@ describe("GET /openapi.json", () => {
         }
       }
     }
+    // A limit (RESOURCE_EXHAUSTED, 429) is reached only by writes.
+    for (const item of Object.values(doc["paths"] as Record<string, Record<string, Operation>>)) {
+      for (const [method, op] of Object.entries(item)) {
+        expect(op.responses["429"]?.["$ref"]).toBe(method === "get" ? undefined : "#/components/responses/ResourceExhausted");
+      }
+    }
     expect(Object.keys(schema("google.rpc.Status")["properties"] as JsonObject).sort()).toEqual(["code", "details", "message"]);
 
     const missing = await call("GET", `/iam/v2beta1/groups/${"0".repeat(40)}`);
