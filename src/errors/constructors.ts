@@ -81,7 +81,7 @@ export function resourceExhausted(description: string): ConnectError {
   return new ConnectError(`Resource exhausted: ${clip(description)}`, Code.ResourceExhausted);
 }
 
-/** RESOURCE_EXHAUSTED with a QuotaFailure naming what is at its limit (a group's subscriptions). */
+/** RESOURCE_EXHAUSTED with a QuotaFailure naming what is at its limit (an organization's subscriptions). */
 export function quotaExceeded(subject: string, description: string): ConnectError {
   const violation = { subject: clip(subject), description: clip(description) };
   return new ConnectError(`Resource exhausted: ${violation.description}`, Code.ResourceExhausted, undefined, [

@@ -8,7 +8,7 @@ import { hydrateRoleBindings, hydrateRootRoleBindings } from "./role-binding-hyd
 // Bindings the server makes itself (an organization's creator as its owner, a signed-in person's
 // default role or redeemed invite, PLATFORM_ADMINS at the root) are recorded as the events the API's
 // create methods declare, with the same data, so the audit log and a subscriber mirroring bindings
-// see every binding, not only those made through the API (docs/design.md, "Events").
+// see these too, not only those made through the API (docs/design.md, "Events").
 
 const ROLE_BINDING_CREATED = declaredEventType(RoleBindingsService.method.createRoleBinding);
 const ROOT_ROLE_BINDING_CREATED = declaredEventType(RootRoleBindingsService.method.createRootRoleBinding);
