@@ -72,6 +72,34 @@ function dispatcherWith(fetch: EgressFetch) {
   });
 }
 
+/**
+ * A dispatcher whose claims (one statement each) go through `claim`: given the claim's number
+ * (from 1), it answers a failure to make that claim fail, or undefined to run it.
+ */
+function dispatcherWhoseClaims(claim: (n: number) => Promise<never> | undefined, onError: (e: unknown) => void = () => {}) {
+  let claims = 0;
+  const db = new Proxy(handle.db, {
+    get(target, key, receiver) {
+      if (key === "execute") {
+        const failure = claim(++claims);
+        if (failure) return () => failure;
+      }
+      return Reflect.get(target, key, receiver) as unknown;
+    },
+  });
+  const dispatcher = new WebhookDispatcher({
+    db,
+    fetch: controlledFetch().fetch,
+    secrets,
+    clock: () => NOW,
+    backoffMs: 1000,
+    pollMs: 600_000,
+    onError,
+    onDeliveryError: () => {},
+  });
+  return { dispatcher, claims: () => claims };
+}
+
 async function until(predicate: () => boolean): Promise<void> {
   for (let i = 0; i < 500 && !predicate(); i++) await new Promise((r) => setTimeout(r, 5));
   expect(predicate()).toBe(true);
@@ -178,70 +206,32 @@ describe("WebhookDispatcher", () => {
   });
 
   it("does not pause after a round that failed while resume() was told the database is back", async () => {
-    let claims = 0;
     let failFirst!: () => void;
-    const db = new Proxy(handle.db, {
-      get(target, key, receiver) {
-        if (key === "execute") {
-          claims++;
-          // The first claim is under way when the LISTEN comes back, and then fails.
-          if (claims === 1) return () => new Promise<void>((resolve) => (failFirst = resolve)).then(() => Promise.reject(new Error("database away")));
-        }
-        return Reflect.get(target, key, receiver) as unknown;
-      },
-    });
-    const dispatcher = new WebhookDispatcher({
-      db,
-      fetch: controlledFetch().fetch,
-      secrets,
-      clock: () => NOW,
-      backoffMs: 1000,
-      pollMs: 600_000,
-      onError: () => {},
-      onDeliveryError: () => {},
-    });
+    // The first claim is under way when the LISTEN comes back, and then fails.
+    const away = () => new Promise<void>((resolve) => (failFirst = resolve)).then(() => Promise.reject(new Error("database away")));
+    const { dispatcher, claims } = dispatcherWhoseClaims((n) => (n === 1 ? away() : undefined));
     dispatcher.start();
-    await until(() => claims === 1);
+    await until(() => claims() === 1);
     dispatcher.resume();
     failFirst();
-    await until(() => claims === 2);
+    await until(() => claims() === 2);
     await dispatcher.stop();
   });
 
   it("pauses after a failed round, ignoring notifications, and looks again at once when resume() says the database is back", async () => {
-    let claims = 0;
     let failing = true;
-    // A claim is one statement: while the database is away, that is where it fails.
-    const db = new Proxy(handle.db, {
-      get(target, key, receiver) {
-        if (key === "execute") {
-          claims++;
-          if (failing) return () => Promise.reject(new Error("database away"));
-        }
-        return Reflect.get(target, key, receiver) as unknown;
-      },
-    });
     const errors: unknown[] = [];
-    const dispatcher = new WebhookDispatcher({
-      db,
-      fetch: controlledFetch().fetch,
-      secrets,
-      clock: () => NOW,
-      backoffMs: 1000,
-      pollMs: 600_000,
-      onError: (e) => errors.push(e),
-      onDeliveryError: () => {},
-    });
+    const { dispatcher, claims } = dispatcherWhoseClaims(() => (failing ? Promise.reject(new Error("database away")) : undefined), (e) => errors.push(e));
     dispatcher.start();
-    await until(() => claims === 1);
+    await until(() => claims() === 1);
     // Notifications during the pause (600 s doubled) make it ask nothing.
     for (let i = 0; i < 10; i++) dispatcher.notify();
     await new Promise((r) => setTimeout(r, 30));
-    expect(claims).toBe(1);
+    expect(claims()).toBe(1);
     expect(errors).toHaveLength(1);
     failing = false;
     dispatcher.resume();
-    await until(() => claims === 2);
+    await until(() => claims() === 2);
     await dispatcher.stop();
     expect(errors).toHaveLength(1);
   });
