@@ -90,7 +90,7 @@ export function newEventUid(time: Date): string {
 }
 
 /** Who made a call's change: its authenticated identity. */
-function actorOf(call: ChangeCall): string {
+export function actorOf(call: ChangeCall): string {
   return call.values.get(principalKey)?.identityUid ?? "";
 }
 

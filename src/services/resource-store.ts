@@ -29,6 +29,16 @@ export interface ResourceMapping<T extends PgTable, Desc extends DescMessage> {
   decorate?: ((db: Executor, messages: MessageShape<Desc>[]) => Promise<MessageShape<Desc>[]>) | undefined;
 }
 
+/**
+ * Runs inside a delete's transaction, after the row lock: checks, and rows that go with the
+ * deleted one (whose events it records with `deleting.events`, for `deleting.call`).
+ */
+export type BeforeDelete<T extends PgTable> = (
+  tx: Transaction,
+  row: T["$inferSelect"],
+  deleting: { call: ChangeCall; events: EventRecorder },
+) => Promise<void>;
+
 export function requireField(value: string, field: string): string {
   if (!value) throw invalidArgument(field, "is required");
   return value;
@@ -144,11 +154,11 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
   }
 
   /** Deletes under a row lock; `before` runs in the same transaction (checks, dependent rows). */
-  async delete(uid: string, call: ChangeCall, before: (tx: Transaction, row: T["$inferSelect"]) => Promise<void> = async () => {}): Promise<void> {
+  async delete(uid: string, call: ChangeCall, before: BeforeDelete<T> = async () => {}): Promise<void> {
     const m = this.mapping;
     await this.db.transaction(async (tx) => {
       const row = await this.row(tx, requireField(uid, "uid"), true);
-      await before(tx, row);
+      await before(tx, row, { call, events: this.events });
       // Decorated while the row (and what it references) is still there.
       const gone = await this.eventMessage(tx, call, m.toMessage(row));
       await tx.delete(m.table).where(eq(m.uid, uid));

@@ -2,10 +2,10 @@ import { create, type DescField, type DescMessage, type DescMethod, type DescSer
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { getTableColumns } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
-import { columnKey, isForeignKeyViolation, newChildUid, type Executor, type GroupContent, type Transaction } from "../db/index.js";
+import { columnKey, isForeignKeyViolation, newChildUid, type Executor, type GroupContent } from "../db/index.js";
 import { listVisibilityKey, type ExtraFilters, type ListParams, type ListSource } from "../list/index.js";
 import type { ServiceContext } from "./context.js";
-import { ResourceStore, requireField, type ResourceMapping } from "./resource-store.js";
+import { ResourceStore, requireField, type BeforeDelete, type ResourceMapping } from "./resource-store.js";
 
 /**
  * Everything the shared machinery needs to know about one resource
@@ -22,7 +22,7 @@ export interface ResourceDefinition<T extends PgTable, Desc extends DescMessage>
   /** The uid of a new row in `parent` (default: a fresh child uid under the parent's path). */
   newUid?: (parent: string) => string;
   /** Runs inside the delete's transaction, after the row lock: checks and dependent rows. */
-  beforeDelete?: (tx: Transaction, row: T["$inferSelect"]) => Promise<void>;
+  beforeDelete?: BeforeDelete<T>;
   /** The error for a delete that a foreign key refused (rows referencing it appeared meanwhile). */
   stillReferenced?: (uid: string) => unknown;
 }

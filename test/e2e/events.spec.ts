@@ -90,6 +90,40 @@ describe("ListEvents", () => {
     expect((owner!["data"] as JsonObject)["after"]).toEqual(await ok(call("GET", `/iam/v2beta1/roleBindings/${uidOf(binding!)}`)));
   });
 
+  it("records the bindings that go with a deleted group or identity as deleted, by whoever deleted it", async () => {
+    const { org, identity } = await orgWithIdentity("events-cascade");
+    const team = uidOf(await createGroup(call, "team", org));
+    const atTeam = await ok(bind(call, team, identity, "viewer"));
+    const atOrg = await ok(bind(call, org, identity, "editor"));
+    const shown = async (uid: string) => ok(call("GET", `/iam/v2beta1/roleBindings/${uid}`));
+    const [teamBinding, orgBinding] = [await shown(uidOf(atTeam)), await shown(uidOf(atOrg))];
+    const deletions = async (group: string) =>
+      eventsOf(await listEvents(`uidp.inRoot=${group}&typePrefix=platform.iam.`)).filter((e) => String(e["type"]).endsWith(".deleted.v1"));
+
+    await ok(call("DELETE", `/iam/v2beta1/groups/${team}`));
+    expect((await deletions(org)).map((e) => [e["type"], e["subject"]])).toEqual([
+      ["platform.iam.role_binding.deleted.v1", uidOf(atTeam)],
+      ["platform.iam.group.deleted.v1", team],
+    ]);
+    expect((await deletions(org))[0]).toMatchObject({ actor: admin, group: team, data: { before: teamBinding } });
+
+    // A person's root binding goes with their identity too (a global event).
+    const person = await server.app.database.db.transaction((tx) =>
+      findOrCreatePersonIdentity(tx, { issuer: "https://idp.example", subject: "cascade", email: "", emailVerified: false, name: "cascade" }, new Date()),
+    );
+    const root = await ok(call("POST", "/iam/v2beta1/rootRoleBindings", { identityUid: person, roleUid: "viewer" }));
+    const rootBinding = await ok(call("GET", `/iam/v2beta1/rootRoleBindings/${uidOf(root)}`));
+    await ok(call("DELETE", `/iam/v2beta1/identities/${identity}`));
+    await ok(call("DELETE", `/iam/v2beta1/identities/${person}`));
+    expect((await deletions(org)).slice(2).map((e) => [e["type"], e["subject"]])).toEqual([
+      ["platform.iam.role_binding.deleted.v1", uidOf(atOrg)],
+      ["platform.iam.identity.deleted.v1", identity],
+    ]);
+    expect((await deletions(org))[2]).toMatchObject({ actor: admin, group: org, data: { before: orgBinding } });
+    const [rootDeleted] = eventsOf(await listEvents(`subject=${uidOf(root)}&type=platform.iam.root_role_binding.deleted.v1`));
+    expect(rootDeleted).toMatchObject({ actor: admin, group: "", data: { before: rootBinding } });
+  });
+
   it("filters by type (exact and prefix), subject, actor and time, scoped by uidp, oldest first, with a cursor", async () => {
     const { org, identity } = await orgWithIdentity("events-filters");
     const child = uidOf(await createGroup(call, "child", org));

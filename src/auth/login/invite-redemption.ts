@@ -2,7 +2,7 @@ import type { Executor } from "../../db/index.js";
 import { findInviteByCode, findRedeemableInvite, markInviteRedeemed } from "../../services/iam/group-invites.js";
 import { LoginError } from "./login-error.js";
 import type { EventRecorder } from "../../events/index.js";
-import { grantRoleRecorded } from "../../services/iam/granted-bindings.js";
+import { grantRoleRecorded } from "../../services/iam/binding-events.js";
 import { inviteEmailSatisfied } from "./invite-email.js";
 import type { SignInVia } from "./sign-in-via.js";
 import type { SignedInPerson } from "./upstream.js";

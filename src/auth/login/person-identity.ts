@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { and, asc, eq, isNull, sql } from "drizzle-orm";
 import type { EventRecorder } from "../../events/index.js";
-import { grantRoleRecorded } from "../../services/iam/granted-bindings.js";
+import { grantRoleRecorded } from "../../services/iam/binding-events.js";
 import { schema, type Executor } from "../../db/index.js";
 import { MAX_NAME_LENGTH } from "../../services/validation.js";
 import type { SignedInPerson } from "./upstream.js";

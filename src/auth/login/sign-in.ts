@@ -1,6 +1,6 @@
 import { parentOf, type Database } from "../../db/index.js";
 import type { EventRecorder } from "../../events/index.js";
-import { grantRootRoleRecorded } from "../../services/iam/granted-bindings.js";
+import { grantRootRoleRecorded } from "../../services/iam/binding-events.js";
 import type { MintedToken, TokenService } from "../tokens.js";
 import { redeemInvite } from "./invite-redemption.js";
 import { bindDefaultRole, findOrCreatePersonIdentity } from "./person-identity.js";

@@ -5,7 +5,7 @@ import { deleteGroupRoleBindings, groupContents, newChildUid, newRootUid, schema
 import { principalKey } from "../../auth/index.js";
 import { failedPrecondition, invalidArgument, unauthenticated } from "../../errors/index.js";
 import type { ServiceContext } from "../context.js";
-import { grantRoleRecorded } from "./granted-bindings.js";
+import { grantRoleRecorded, recordBindingsGoing } from "./binding-events.js";
 import { defineResource, groupContentRules, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
 import { checkDescription, checkName } from "../validation.js";
@@ -45,10 +45,11 @@ export const groupResource = defineResource({
   missingReference: "group",
   // The row lock orders this delete after any create that already
   // references the group; the foreign keys refuse anything later.
-  beforeDelete: async (tx, row) => {
+  beforeDelete: async (tx, row, deleting) => {
     const held = await groupContents(tx, row.uid, groupContentRules());
     if (held.length) throw groupNotEmpty(row.uid, held);
-    // The group's access policy goes with it.
+    // The group's access policy goes with it, each binding recorded as deleted.
+    await recordBindingsGoing(tx, deleting.events, deleting.call, { group: row.uid });
     await deleteGroupRoleBindings(tx, row.uid);
   },
   stillReferenced: (uid) => groupNotEmpty(uid, ["resources created while it was being deleted"]),

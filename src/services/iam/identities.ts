@@ -16,6 +16,7 @@ import type { ExtraFilters } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
 import { requireField } from "../resource-store.js";
 import { defineResource, resourceService } from "../resource.js";
+import { recordBindingsGoing } from "./binding-events.js";
 import { toTimestamp } from "../timestamps.js";
 import { checkByteLength, checkDescription, checkLength, checkName, checkPattern } from "../validation.js";
 
@@ -78,6 +79,8 @@ export const identityResource = defineResource({
     };
   },
   missingReference: "group",
+  // Its bindings go with it (the foreign keys cascade): each is recorded as deleted first.
+  beforeDelete: (tx, row, deleting) => recordBindingsGoing(tx, deleting.events, deleting.call, { identity: row.uid }),
 });
 
 /** claim_match.issuer / claim_match.subject: exact matches; the other claim fields cannot be filtered on. */
