@@ -55,12 +55,23 @@ export async function recordBindingsGoing(tx: Executor, events: EventRecorder, c
   const { roleBindings: b, rootRoleBindings: root } = schema;
   const held = "group" in of ? eq(b.parentUid, of.group) : eq(b.identityUid, of.identity);
   const uids = (await tx.select({ uid: b.uid }).from(b).where(held)).map((r) => r.uid);
-  for (const before of await hydrateRoleBindings(tx, uids)) {
-    await events.changeBy(tx, ROLE_BINDING_DELETED, actor, { schema: RoleBindingSchema, subject: before.uid, group: parentOf(before.uid), before });
+  for (const piece of pieces(uids)) {
+    for (const before of await hydrateRoleBindings(tx, piece)) {
+      await events.changeBy(tx, ROLE_BINDING_DELETED, actor, { schema: RoleBindingSchema, subject: before.uid, group: parentOf(before.uid), before });
+    }
   }
   if (!("identity" in of)) return;
   const rootUids = (await tx.select({ uid: root.uid }).from(root).where(eq(root.identityUid, of.identity))).map((r) => r.uid);
-  for (const before of await hydrateRootRoleBindings(tx, rootUids)) {
-    await events.changeBy(tx, ROOT_ROLE_BINDING_DELETED, actor, { schema: RoleBindingSchema, subject: before.uid, group: null, before });
+  for (const piece of pieces(rootUids)) {
+    for (const before of await hydrateRootRoleBindings(tx, piece)) {
+      await events.changeBy(tx, ROOT_ROLE_BINDING_DELETED, actor, { schema: RoleBindingSchema, subject: before.uid, group: null, before });
+    }
   }
+}
+
+/** `uids` in pieces of 500: a hydration query's bind parameters stay far below PostgreSQL's limit. */
+function pieces(uids: string[]): string[][] {
+  const out: string[][] = [];
+  for (let i = 0; i < uids.length; i += 500) out.push(uids.slice(i, i + 500));
+  return out;
 }
