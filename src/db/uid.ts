@@ -21,6 +21,11 @@ export function groupAndAncestors(uid: string): string[] {
   return segments.map((_, i) => segments.slice(0, i + 1).join("/"));
 }
 
+/** The organization (root group) of a group or resource uid: its first segment. */
+export function organizationOf(uid: string): string {
+  return uid.split("/", 1)[0] ?? "";
+}
+
 /** The uid of the group holding `uid`, or "" for a single-segment uid. */
 export function parentOf(uid: string): string {
   const i = uid.lastIndexOf("/");

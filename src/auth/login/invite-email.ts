@@ -1,10 +1,6 @@
+import { organizationOf } from "../../db/index.js";
 import type { SignInVia } from "./sign-in-via.js";
 import type { SignedInPerson } from "./upstream.js";
-
-/** The organization (root group) of a group uid: its first segment. */
-function organizationOf(groupUid: string): string {
-  return groupUid.split("/", 1)[0] ?? "";
-}
 
 /**
  * Whether the person who signed in `via` a provider may redeem an invite

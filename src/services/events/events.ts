@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { and, asc, eq, gt, gte, inArray, lt, max, sql, type SQL } from "drizzle-orm";
 import { EventSchema, EventsService, ListEventsResponseSchema, type Event, type ListEventsRequest, type WatchEventsRequest } from "../../../gen/platform/events/v2beta1/events_pb.js";
-import { schema, type Executor } from "../../db/index.js";
+import { organizationOf, schema, type Executor } from "../../db/index.js";
 import { outOfRange, invalidArgument, resourceExhausted, unauthenticated } from "../../errors/index.js";
 import { principalKey } from "../../auth/index.js";
 import { listVisibilityKey, visibilityCondition, type ExtraFilters, type ListSource, type UidpFilter } from "../../list/index.js";
@@ -133,7 +133,6 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
       // identity, or a person signed in through its identity provider), their streams count there.
       // A stream scoped to a group of one of them counts in that one only (one scoped elsewhere
       // still counts in all); a caller who sees everything (a platform administrator) counts in none.
-      const organizationOf = (group: string) => group.split("/")[0]!;
       const visibleIn = visibility.all ? [] : [...new Set(visibility.roots.map(organizationOf))];
       const scope = req.uidp ? [req.uidp.inRoot, req.uidp.childrenOf, req.uidp.descendantsOf, req.uidp.ancestorsOf].find((g) => g) : undefined;
       const scoped = scope ? visibleIn.filter((o) => o === organizationOf(scope)) : [];

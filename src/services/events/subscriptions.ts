@@ -5,7 +5,7 @@ import { callerGrants } from "../../authz/index.js";
 import { count, eq, inArray } from "drizzle-orm";
 import { SubscriptionSchema, SubscriptionsService, type Subscription } from "../../../gen/platform/events/v2beta1/subscriptions_pb.js";
 import type { SecretBox } from "../../crypto/index.js";
-import { groupAndAncestors, newChildUid, parentOf, schema, type Executor } from "../../db/index.js";
+import { newChildUid, organizationOf, parentOf, schema, type Executor } from "../../db/index.js";
 import { atOrBelow } from "../../list/scope.js";
 import { EgressError, type Egress } from "../../egress/index.js";
 import { invalidArgument, notFound, permissionDenied, quotaExceeded } from "../../errors/index.js";
@@ -33,12 +33,12 @@ export const MAX_SUBSCRIPTIONS_PER_ORGANIZATION = 50;
 
 /** Refuses a subscription beyond its organization's limit. Run in the create's transaction. */
 async function assertRoomFor(tx: Executor, group: string): Promise<void> {
-  const [organization] = groupAndAncestors(group);
+  const organization = organizationOf(group);
   // Creates in one organization take turns on its root group's row (FOR NO KEY UPDATE, which the
   // KEY SHARE locks of other creates do not wait for), so two cannot both find room for the last one.
-  const [root] = await tx.select({ uid: groups.uid }).from(groups).where(eq(groups.uid, organization!)).for("no key update");
+  const [root] = await tx.select({ uid: groups.uid }).from(groups).where(eq(groups.uid, organization)).for("no key update");
   if (!root) throw notFound("group", group);
-  const [row] = await tx.select({ n: count() }).from(subscriptions).where(atOrBelow(subscriptions.parentUid, organization!));
+  const [row] = await tx.select({ n: count() }).from(subscriptions).where(atOrBelow(subscriptions.parentUid, organization));
   if ((row?.n ?? 0) >= MAX_SUBSCRIPTIONS_PER_ORGANIZATION) {
     throw quotaExceeded(
       `organization ${organization}`,
