@@ -4,6 +4,7 @@ import type { SecretBox } from "../crypto/index.js";
 import { queryRows, type Database } from "../db/index.js";
 import { EgressError, type EgressFetch } from "../egress/index.js";
 import { cloudEvent, type EventRow } from "./cloud-event.js";
+import { failurePauseMs } from "./failure-pause.js";
 
 /** What a subscription's sealed secret is bound to: its own row. */
 export function subscriptionSecretContext(uid: string): string {
@@ -36,8 +37,6 @@ const MAX_BACKOFF_MS = 3_600_000;
 const STOP_SETTLE_MS = 1000;
 /** How many due deliveries a claim looks at to choose from, fairly across subscriptions. */
 const CLAIM_CANDIDATES = 64;
-/** The longest pause after failed rounds (the database unreachable). */
-const MAX_FAILURE_PAUSE_MS = 30_000;
 
 /** The last error a subscription shows for each kind of egress failure. */
 const DELIVERY_FAILURES: Record<EgressError["failure"], string> = {
@@ -164,7 +163,7 @@ export class WebhookDispatcher {
         // The database is away: asking every second would only push the driver's reconnect
         // backoff up, and with it the wait of every API call (docs/design.md, "Webhooks").
         // Wake-ups are ignored until the pause ends.
-        await this.sleep(Math.min(this.pollMs * 2 ** failures, MAX_FAILURE_PAUSE_MS), false);
+        await this.sleep(failurePauseMs(this.pollMs, failures), false);
         continue;
       }
       // A claim that found deliveries and left slots free may have stopped at subscriptions'

@@ -1,6 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { sql } from "drizzle-orm";
 import { queryRows, type Executor } from "../db/index.js";
+import { failurePauseMs } from "./failure-pause.js";
 
 /**
  * The NOTIFY channel that says "events were recorded" (docs/design.md,
@@ -25,8 +26,6 @@ const PAGE = 5_000;
 /** A seq skipped over is looked for this long: its transaction may still commit (or it rolled back). */
 const GAP_LIFETIME_MS = 30_000;
 const MAX_GAPS = 10_000;
-/** The longest pause after failed looks (the database unreachable). */
-const MAX_FAILURE_PAUSE_MS = 30_000;
 
 export interface EventHubOptions {
   db: Executor;
@@ -86,7 +85,7 @@ export class EventHub {
           // The database came back while this look was under way: look again rather than pause.
           if (this.resumes !== resumes) return;
           this.failures++;
-          this.pausedUntil = Date.now() + Math.min((this.opts.pollMs ?? 1000) * 2 ** this.failures, MAX_FAILURE_PAUSE_MS);
+          this.pausedUntil = Date.now() + failurePauseMs(this.opts.pollMs ?? 1000, this.failures);
           this.again = false;
         },
       )
