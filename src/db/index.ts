@@ -7,3 +7,4 @@ export { groupContents, type GroupContent } from "./group-contents.js";
 export { countRoleBindings, deleteGroupRoleBindings } from "./role-binding-rules.js";
 export { loadSealedSetting, settingContext } from "./sealed-setting.js";
 export { columnKey } from "./columns.js";
+export { inPieces } from "./pieces.js";

@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { and, asc, eq, gt, gte, inArray, lt, max, sql, type SQL } from "drizzle-orm";
 import { EventSchema, EventsService, ListEventsResponseSchema, type Event, type ListEventsRequest, type WatchEventsRequest } from "../../../gen/platform/events/v2beta1/events_pb.js";
-import { organizationOf, schema, type Executor } from "../../db/index.js";
+import { inPieces, organizationOf, schema, type Executor } from "../../db/index.js";
 import { outOfRange, invalidArgument, resourceExhausted, unauthenticated } from "../../errors/index.js";
 import { principalKey } from "../../auth/index.js";
 import { listVisibilityKey, visibilityCondition, type ExtraFilters, type ListSource, type UidpFilter } from "../../list/index.js";
@@ -207,8 +207,7 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
         if (fresh.length === 0) continue;
         const where = await conditions();
         // In pieces: a far-behind watcher's batch could exceed PostgreSQL's bind-parameter limit.
-        for (let i = 0; i < fresh.length; i += REPLAY_PAGE) {
-          const piece = fresh.slice(i, i + REPLAY_PAGE);
+        for (const piece of inPieces(fresh)) {
           for (const row of await select(ctx.db, [...where, inArray(events.seq, piece)], piece.length)) yield toEventMessage(row);
         }
       }

@@ -2,7 +2,7 @@ import { RoleBindingSchema, RoleBindingsService } from "../../../gen/platform/ia
 import { RootRoleBindingsService } from "../../../gen/platform/iam/v2beta1/root_role_bindings_pb.js";
 import { eq } from "drizzle-orm";
 import { grantRole, grantRootRole } from "../../authz/grant-role.js";
-import { parentOf, schema, type Executor } from "../../db/index.js";
+import { inPieces, parentOf, schema, type Executor } from "../../db/index.js";
 import { actorOf, declaredEventType, type ChangeCall, type EventRecorder } from "../../events/index.js";
 import { hydrateRoleBindings, hydrateRootRoleBindings } from "./role-binding-hydration.js";
 
@@ -55,23 +55,17 @@ export async function recordBindingsGoing(tx: Executor, events: EventRecorder, c
   const { roleBindings: b, rootRoleBindings: root } = schema;
   const held = "group" in of ? eq(b.parentUid, of.group) : eq(b.identityUid, of.identity);
   const uids = (await tx.select({ uid: b.uid }).from(b).where(held)).map((r) => r.uid);
-  for (const piece of pieces(uids)) {
+  for (const piece of inPieces(uids)) {
     for (const before of await hydrateRoleBindings(tx, piece)) {
       await events.changeBy(tx, ROLE_BINDING_DELETED, actor, { schema: RoleBindingSchema, subject: before.uid, group: parentOf(before.uid), before });
     }
   }
   if (!("identity" in of)) return;
   const rootUids = (await tx.select({ uid: root.uid }).from(root).where(eq(root.identityUid, of.identity))).map((r) => r.uid);
-  for (const piece of pieces(rootUids)) {
+  for (const piece of inPieces(rootUids)) {
     for (const before of await hydrateRootRoleBindings(tx, piece)) {
       await events.changeBy(tx, ROOT_ROLE_BINDING_DELETED, actor, { schema: RoleBindingSchema, subject: before.uid, group: null, before });
     }
   }
 }
 
-/** `uids` in pieces of 500: a hydration query's bind parameters stay far below PostgreSQL's limit. */
-function pieces(uids: string[]): string[][] {
-  const out: string[][] = [];
-  for (let i = 0; i < uids.length; i += 500) out.push(uids.slice(i, i + 500));
-  return out;
-}
