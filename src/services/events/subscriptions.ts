@@ -128,7 +128,7 @@ export function subscriptionsService(ctx: ServiceContext): ServiceImpl<typeof Su
       const uid = newChildUid(parent);
       const secret = newSigningSecret();
       const input = req.subscription ?? create(SubscriptionSchema);
-      // A bad request is told so before a full group is.
+      // A bad request is told so before a full organization is (the store validates it again, cheaply).
       validateSubscription(ctx.egress, input);
       const values = { uid, parentUid: parent, secret: sealSecret(ctx.secrets, uid, secret) };
       const created = await ctx.db.transaction(async (tx) => {
