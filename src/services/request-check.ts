@@ -1,5 +1,5 @@
 import { getOption, type DescField, type DescMessage, type DescMethod } from "@bufbuild/protobuf";
-import { isAnyUid, UID_SHAPES, type UidKind } from "../db/index.js";
+import { uidProblem, type UidKind } from "../db/index.js";
 import { invalidArgument } from "../errors/index.js";
 import { FieldBehavior, field_behavior } from "../../gen/google/api/field_behavior_pb.js";
 
@@ -54,11 +54,8 @@ function uidKindOf(message: DescMessage, field: DescField): UidKind | "any" | un
 }
 
 function checkUid(value: string, kind: UidKind | "any", field: string): void {
-  const ok = kind === "any" ? isAnyUid(value) : UID_SHAPES[kind].test(value);
-  if (ok) return;
-  // `rootRoleBinding` → "root role binding".
-  const noun = kind.replace(/[A-Z]/g, (c) => ` ${c.toLowerCase()}`);
-  throw invalidArgument(field, kind === "any" ? "is not a valid uid" : `is not a valid ${noun} uid`);
+  const problem = uidProblem(value, kind);
+  if (problem) throw invalidArgument(field, problem);
 }
 
 const MAX_DEPTH = 32;

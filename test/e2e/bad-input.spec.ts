@@ -5,7 +5,7 @@ import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { RolesService } from "../../gen/platform/iam/v2beta1/roles_pb.js";
 import { connectClient, restClient, type JsonObject, type Protocol, type RestClient } from "../support/clients.js";
-import { createGroup, restDetail, uidOf } from "../support/rest-iam.js";
+import { createGroup, createIdentity, restDetail, uidOf } from "../support/rest-iam.js";
 import type { TestServer } from "../support/server.js";
 import { sharedServer } from "../support/shared-server.js";
 
@@ -104,5 +104,79 @@ describe.each<Protocol>(["grpc", "connect", "grpc-web"])("NUL and odd uids over 
       expect(err?.code, label).toBe(Code.InvalidArgument);
       expect(err?.findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.field, label).toBe(field);
     }
+  });
+});
+
+describe("uids deeper or longer than any the service makes", () => {
+  // The report's request: 40 hex and 4,000 (68 KB) or 30,000 (510 KB) segments. Each prefix
+  // used to become a query parameter, so the first took 13 s and the second ran the process
+  // out of memory. Refused on its length before anything else (docs/security.md, "Input").
+  const deep = (segments: number) => `${org}${"/0123456789abcdef".repeat(segments)}`;
+  const LIMIT_MS = 2000;
+
+  async function timed<T>(f: () => Promise<T>): Promise<[T, number]> {
+    const start = performance.now();
+    const out = await f();
+    return [out, performance.now() - start];
+  }
+
+  it("answers a deep uidp.ancestors_of over Connect JSON with INVALID_ARGUMENT within 2 s", async () => {
+    for (const segments of [4000, 30_000]) {
+      const [res, ms] = await timed(() =>
+        fetch(`${server.url}/platform.iam.v2beta1.GroupsService/ListGroups`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Bearer ${server.token}` },
+          body: JSON.stringify({ uidp: { ancestorsOf: deep(segments) } }),
+        }),
+      );
+      const body = (await res.json()) as JsonObject;
+      expect(res.status, JSON.stringify(body).slice(0, 500)).toBe(400);
+      expect(body["code"]).toBe("invalid_argument");
+      expect(String(body["message"])).toMatch(/^Invalid argument: uidp\.ancestors_of: is longer than any uid/);
+      expect(ms, `${segments} segments`).toBeLessThan(LIMIT_MS);
+    }
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+  });
+
+  it("answers every uidp scope and v1 id that is too deep over REST with INVALID_ARGUMENT within 2 s", async () => {
+    // A query string of 13.6 KB: longer ones are 431 (the server's 16 KB header limit) before any of this.
+    for (const param of ["uidp.ancestors_of", "uidp.descendants_of", "uidp.children_of", "uidp.in_root", "uidp.ids"]) {
+      const [res, ms] = await timed(() => call("GET", `/iam/v2beta1/groups?${param}=${deep(800)}`));
+      expectBadRequest(res, param === "uidp.ids" ? "uidp.ids[0]" : param, param);
+      expect(ms, param).toBeLessThan(LIMIT_MS);
+    }
+    // Within the length of a uid, but deeper than any group.
+    expectBadRequest(await call("GET", `/iam/v2beta1/groups?uidp.ancestors_of=${deep(16)}`), "uidp.ancestors_of", "17 segments");
+    expectBadRequest(await call("GET", `/iam/v1/groups?id=${deep(800)}`), "id", "v1 id");
+    expectBadRequest(await call("GET", `/iam/v1/identities?uidp.descendants_of=${deep(800)}`), "uidp.descendants_of", "v1 scope");
+    // In a body, where no header limit applies.
+    const [res, ms] = await timed(() => call("POST", `/iam/v2beta1/roleBindings/${org}`, { identityUid: deep(4000), roleUid: "viewer" }));
+    expectBadRequest(res, "identity_uid", "binding body");
+    expect(ms, "binding body").toBeLessThan(LIMIT_MS);
+  });
+
+  it("answers over gRPC and gRPC-Web too", async () => {
+    for (const protocol of ["grpc", "grpc-web"] as const) {
+      const groups = connectClient(GroupsService, server.url, server.token, protocol);
+      const err = await groups.listGroups({ uidp: { ancestorsOf: deep(4000) } }).then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
+      expect(err?.code, protocol).toBe(Code.InvalidArgument);
+      expect(err?.findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.field, protocol).toBe("uidp.ancestors_of");
+    }
+  });
+
+  it("lets groups nest 16 deep and refuses a group in the deepest one, naming parent", async () => {
+    let parent = org;
+    for (let depth = 2; depth <= 16; depth++) parent = uidOf(await createGroup(call, `level-${depth}`, parent));
+    expect(parent.split("/")).toHaveLength(16);
+    const res = await call("POST", `/iam/v2beta1/groups/${parent}`, { name: "too-deep" });
+    expectBadRequest(res, "parent", "17th level");
+    expect(String(res.body["message"])).toContain("16 groups deep");
+    // What the deepest group holds is still fine: an identity one segment below it.
+    const identity = uidOf(await createIdentity(call, parent, { name: "deep", claimMatch: { issuer: "https://issuer.invalid", subject: "s" } }));
+    expect((await call("GET", `/iam/v2beta1/identities/${identity}`)).status).toBe(200);
+    expect((await call("GET", `/iam/v2beta1/groups?uidp.ancestors_of=${parent}`)).body["totalCount"]).toBe("15");
   });
 });

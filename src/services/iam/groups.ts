@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { GroupSchema, GroupsService, type Group } from "../../../gen/platform/iam/v2beta1/groups_pb.js";
-import { deleteGroupRoleBindings, groupContents, newChildUid, newRootUid, schema } from "../../db/index.js";
+import { deleteGroupRoleBindings, groupContents, MAX_GROUP_DEPTH, newChildUid, newRootUid, schema, uidDepth } from "../../db/index.js";
 import { principalKey } from "../../auth/index.js";
 import { failedPrecondition, invalidArgument, unauthenticated } from "../../errors/index.js";
 import type { ServiceContext } from "../context.js";
@@ -59,6 +59,10 @@ export function groupsService(ctx: ServiceContext): ServiceImpl<typeof GroupsSer
   return resourceService(GroupsService, groupResource, ctx, (store) => ({
     async createGroup(req, context) {
       const input = req.group ?? create(GroupSchema);
+      // Decided by the parent's uid alone, before anything is read (docs/security.md, "Input").
+      if (req.parent && uidDepth(req.parent) >= MAX_GROUP_DEPTH) {
+        throw invalidArgument("parent", `is ${MAX_GROUP_DEPTH} groups deep, the most a group may be: no group can be created in it`);
+      }
       if (req.parent) return store.create(input, { uid: newChildUid(req.parent), parentUid: req.parent }, context);
       // A new organization: its creator becomes its owner in the same transaction.
       const creator = context.values.get(principalKey);
