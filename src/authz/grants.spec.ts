@@ -34,3 +34,21 @@ describe("Grants", () => {
     expect(new Grants([{ groupUid: null, capabilities: new Set(["tag.list"]) }]).visibility("tag.list")).toEqual({ all: true });
   });
 });
+
+describe("Grants.visibility of a caller bound in many groups", () => {
+  // 20,000 sibling groups, each with a child: the report's case of an identity bound in
+  // thousands of groups. Comparing every root with every other was 4e8 prefix tests here
+  // (tens of seconds); looking up each root's ancestors is 20,000 × depth lookups. The
+  // test's own timeout (5 s) is the bound.
+  it("keeps only the outermost roots of 40,000 bindings, in order", () => {
+    const org = "f".repeat(40);
+    const siblings = Array.from({ length: 20_000 }, (_, i) => `${org}/${i.toString(16).padStart(16, "0")}`);
+    const bindings = siblings.flatMap((s) => [
+      { groupUid: `${s}/0123456789abcdef`, capabilities: new Set(["groups.list"]) },
+      { groupUid: s, capabilities: new Set(["groups.list"]) },
+    ]);
+    const v = new Grants(bindings.reverse()).visibility("groups.list");
+    expect(v.all).toBe(false);
+    expect(v.all ? [] : v.roots).toEqual(siblings);
+  });
+});

@@ -1,5 +1,5 @@
 import { eq, sql } from "drizzle-orm";
-import { schema, type Database, type Executor } from "../db/index.js";
+import { groupAndAncestors, schema, type Database, type Executor } from "../db/index.js";
 import type { ListVisibility } from "../list/index.js";
 
 /** One role binding of the caller: its group (null at the root) and what it grants. */
@@ -80,9 +80,11 @@ export class Grants {
       if (g.groupUid === null) return { all: true };
       roots.push(g.groupUid);
     }
-    // A root already covered by another is redundant.
-    const sorted = [...new Set(roots)].sort();
-    return { all: false, roots: sorted.filter((r) => !sorted.some((o) => o !== r && r.startsWith(`${o}/`))) };
+    // A root already covered by another is redundant: one set lookup per group above each
+    // root (at most MAX_GROUP_DEPTH), so thousands of bindings cost linear work.
+    const unique = new Set(roots);
+    const kept = [...unique].filter((r) => !groupAndAncestors(r).some((above) => above !== r && unique.has(above)));
+    return { all: false, roots: kept.sort() };
   }
 }
 
