@@ -274,6 +274,14 @@ describe("ListEngine page tokens", () => {
     expect((await reuse({ pageSize: 2, skip: 1 })).rows.map((r) => r.uid)).toEqual([children[2], children[3]]);
   });
 
+  it("refuses a token of one list in another over the same scope (groups' in roles')", async () => {
+    const { root } = await org(3);
+    const base = { uidp: uidp({ childrenOf: root }), pageSize: 1 };
+    const { nextPageToken } = await list(base);
+    expect(nextPageToken).not.toBe("");
+    await expectInvalid(engine.list(handle.db, rolesSource, params({ ...base, pageToken: nextPageToken }), ALL), "page_token");
+  });
+
   it("refuses a token that was altered or made up, and another replica's engine accepts a genuine one", async () => {
     const { root } = await org(3);
     const base = { uidp: uidp({ childrenOf: root }), pageSize: 1 };

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { and, asc, count, desc, eq, gt, lt, sql, type SQL } from "drizzle-orm";
+import { and, asc, count, desc, eq, getTableName, gt, lt, sql, type SQL } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
 import type { SecretBox } from "../crypto/index.js";
 import type { Database, Executor } from "../db/index.js";
@@ -98,7 +98,15 @@ export class ListEngine {
       const visible = visibilityCondition(source, visibility);
       if (visible) where.push(visible);
     }
-    const fp = fingerprint({ uidp: params.uidp ?? null, name: params.name ?? "", order, extra: extra.key, visibility: visibility ?? null });
+    // A token belongs to one list (the table is the resource, so the List method) and one query.
+    const fp = fingerprint({
+      list: getTableName(source.table),
+      uidp: params.uidp ?? null,
+      name: params.name ?? "",
+      order,
+      extra: extra.key,
+      visibility: visibility ?? null,
+    });
 
     const now = this.clock().getTime();
     let position: CursorPosition | undefined;
@@ -106,7 +114,7 @@ export class ListEngine {
     if (params.pageToken) {
       const token = this.codec.decode(params.pageToken);
       if (token.fingerprint !== fp) {
-        throw invalidArgument("page_token", "belongs to a different filter or order_by; start again without it");
+        throw invalidArgument("page_token", "belongs to a different list, filter or order_by; start again without it");
       }
       // An expired token silently restarts from the first page (spec rule 4).
       if (now - token.issuedAt <= PAGE_TOKEN_LIFETIME_MS) {

@@ -3,6 +3,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
+import { IdentitiesService } from "../../gen/platform/iam/v2beta1/identities_pb.js";
 import { RolesService } from "../../gen/platform/iam/v2beta1/roles_pb.js";
 import { connectClient, restClient, type JsonObject, type Protocol, type RestClient } from "../support/clients.js";
 import { createGroup, createIdentity, restDetail, uidOf } from "../support/rest-iam.js";
@@ -178,5 +179,40 @@ describe("uids deeper or longer than any the service makes", () => {
     const identity = uidOf(await createIdentity(call, parent, { name: "deep", claimMatch: { issuer: "https://issuer.invalid", subject: "s" } }));
     expect((await call("GET", `/iam/v2beta1/identities/${identity}`)).status).toBe(200);
     expect((await call("GET", `/iam/v2beta1/groups?uidp.ancestors_of=${parent}`)).body["totalCount"]).toBe("15");
+  });
+});
+
+describe("page tokens belong to the list they came from", () => {
+  it("refuses a ListGroups token in ListIdentities, ListRoles and ListRepos, and in ListGroups with another scope (REST)", async () => {
+    await createGroup(call, "second", org);
+    const first = await call("GET", `/iam/v2beta1/groups?page_size=1`);
+    const token = first.body["nextPageToken"] as string;
+    expect(token).toBeTruthy();
+    expect((await call("GET", `/iam/v2beta1/groups?page_size=1&page_token=${token}`)).status).toBe(200);
+    for (const path of ["/iam/v2beta1/identities", "/iam/v2beta1/roles", "/registry/v2beta1/repos", `/iam/v2beta1/groups?uidp.descendants_of=${org}&`]) {
+      const sep = path.endsWith("&") ? "" : "?";
+      const res = await call("GET", `${path}${sep}page_size=1&page_token=${token}`);
+      expectBadRequest(res, "page_token", path);
+    }
+  });
+
+  it("refuses a ListGroups token in ListRoles and ListIdentities over Connect", async () => {
+    await createGroup(call, "third", org);
+    const groups = connectClient(GroupsService, server.url, server.token, "connect");
+    const roles = connectClient(RolesService, server.url, server.token, "connect");
+    const identities = connectClient(IdentitiesService, server.url, server.token, "connect");
+    const { nextPageToken } = await groups.listGroups({ pageSize: 1 });
+    expect(nextPageToken).not.toBe("");
+    for (const [label, other] of [
+      ["roles", () => roles.listRoles({ pageSize: 1, pageToken: nextPageToken })],
+      ["identities", () => identities.listIdentities({ pageSize: 1, pageToken: nextPageToken })],
+    ] as const) {
+      const err = await other().then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
+      expect(err?.code, label).toBe(Code.InvalidArgument);
+      expect(err?.findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.field, label).toBe("page_token");
+    }
   });
 });
