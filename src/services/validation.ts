@@ -6,21 +6,45 @@ import { invalidArgument } from "../errors/index.js";
 
 export const MAX_NAME_LENGTH = 200;
 export const MAX_DESCRIPTION_LENGTH = 4096;
+/** Byte caps beside the character caps (docs/security.md, "Input"): what a row costs to store and render. */
+export const MAX_NAME_BYTES = 512;
+export const MAX_DESCRIPTION_BYTES = 8192;
 
 /** At most `max` characters. */
 export function checkLength(value: string, field: string, max: number): void {
   if (value.length > max) throw invalidArgument(field, `must be at most ${max} characters`);
 }
 
-/** A required display name: non-empty, at most 200 characters. */
-export function checkName(name: string, field = "name"): void {
-  if (!name) throw invalidArgument(field, "is required");
-  checkLength(name, field, MAX_NAME_LENGTH);
+// C0 and C1 control characters (Unicode category Cc); descriptions may hold
+// line feeds, carriage returns and tabs (multi-line text), names none of them.
+const CONTROL = /[\u0000-\u001F\u007F-\u009F]/;
+const CONTROL_BUT_LINES = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]/;
+
+/** No control characters; `lines` lets line feeds, carriage returns and tabs through. */
+export function checkNoControl(value: string, field: string, lines = false): void {
+  if ((lines ? CONTROL_BUT_LINES : CONTROL).test(value)) {
+    throw invalidArgument(field, lines ? "must not contain control characters other than line breaks and tabs" : "must not contain control characters");
+  }
 }
 
-/** An optional free-text description: at most 4096 characters. */
+/** A display name without the required check: at most 200 characters and 512 bytes, no control characters. */
+export function checkOptionalName(name: string, field = "name"): void {
+  checkLength(name, field, MAX_NAME_LENGTH);
+  checkByteLength(name, field, MAX_NAME_BYTES);
+  checkNoControl(name, field);
+}
+
+/** A required display name: non-empty, at most 200 characters and 512 bytes, no control characters. */
+export function checkName(name: string, field = "name"): void {
+  if (!name) throw invalidArgument(field, "is required");
+  checkOptionalName(name, field);
+}
+
+/** An optional free-text description: at most 4096 characters and 8192 bytes; line breaks and tabs but no other control characters. */
 export function checkDescription(description: string, field = "description"): void {
   checkLength(description, field, MAX_DESCRIPTION_LENGTH);
+  checkByteLength(description, field, MAX_DESCRIPTION_BYTES);
+  checkNoControl(description, field, true);
 }
 
 /**

@@ -216,3 +216,44 @@ describe("page tokens belong to the list they came from", () => {
     }
   });
 });
+
+describe("names and descriptions", () => {
+  const issuer = { issuer: "https://issuer.invalid", subject: "s" };
+  // [label, path, body, field]
+  const refused = (): [string, string, JsonObject, string][] => [
+    ["identity name with a control character", `/iam/v2beta1/identities/${org}`, { name: "a\u0001b", claimMatch: issuer }, "name"],
+    ["identity name with a line feed", `/iam/v2beta1/identities/${org}`, { name: "a\nb", claimMatch: issuer }, "name"],
+    ["identity description with a C1 control", `/iam/v2beta1/identities/${org}`, { name: "n", description: "a\u0085b", claimMatch: issuer }, "description"],
+    ["identity description with ESC", `/iam/v2beta1/identities/${org}`, { name: "n", description: "\u001b[31mred", claimMatch: issuer }, "description"],
+    ["role name with DEL", `/iam/v2beta1/roles/${org}`, { name: "r\u007f", capabilities: ["repo.list"] }, "name"],
+    ["repo description with a bell", `/registry/v2beta1/repos/${org}`, { name: "ctl", description: "\u0007" }, "description"],
+    ["group description with a backspace", `/iam/v2beta1/groups/${org}`, { name: "ctl", description: "a\bb" }, "description"],
+    // 200 characters, but 600 bytes.
+    ["identity name over 512 bytes", `/iam/v2beta1/identities/${org}`, { name: "€".repeat(200), claimMatch: issuer }, "name"],
+    // 3,000 characters, but 9,000 bytes.
+    ["role description over 8192 bytes", `/iam/v2beta1/roles/${org}`, { name: "r", description: "€".repeat(3000), capabilities: ["repo.list"] }, "description"],
+    ["repo description over 8192 bytes", `/registry/v2beta1/repos/${org}`, { name: "big", description: "€".repeat(3000) }, "description"],
+  ];
+
+  it("refuses control characters and values over their byte caps with INVALID_ARGUMENT naming the field", async () => {
+    for (const [label, path, body, field] of refused()) {
+      const res = await call("POST", path, body);
+      expectBadRequest(res, field, label);
+      expect(String(res.body["message"]), label).toMatch(/control characters|bytes in UTF-8/);
+    }
+  });
+
+  it("refuses them on update as well", async () => {
+    const identity = uidOf(await createIdentity(call, org, { name: "to-update", claimMatch: issuer }));
+    expectBadRequest(await call("PATCH", `/iam/v2beta1/identities/${identity}`, { description: "x\u0002y" }), "description", "patch");
+    expectBadRequest(await call("PATCH", `/iam/v2beta1/identities/${identity}`, { name: "€".repeat(171) }), "name", "patch name bytes");
+  });
+
+  it("keeps line breaks and tabs in a description, and a description of exactly 8192 bytes", async () => {
+    const identity = await createIdentity(call, org, { name: "multi-line", description: "first line\n\tindented\r\nlast", claimMatch: issuer });
+    expect(identity["description"]).toBe("first line\n\tindented\r\nlast");
+    const full = "é".repeat(4096);
+    expect(Buffer.byteLength(full)).toBe(8192);
+    expect((await call("POST", `/iam/v2beta1/roles/${org}`, { name: "full", description: full, capabilities: ["repo.list"] })).status).toBe(200);
+  });
+});

@@ -15,7 +15,7 @@ import type { ServiceContext } from "../context.js";
 import { requireField } from "../resource-store.js";
 import { defineResource, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
-import { checkDescription, checkLength, MAX_NAME_LENGTH } from "../validation.js";
+import { checkDescription, checkLength, checkOptionalName, MAX_NAME_LENGTH } from "../validation.js";
 
 const AWS_ACCOUNT = /^\d{12}$/;
 const GCP_PROJECT_ID = /^[a-z][a-z0-9-]{4,28}[a-z0-9]$/;
@@ -85,7 +85,7 @@ export const accountAssociationResource = defineResource({
       updateTime: toTimestamp(row.updateTime),
     }),
   validate: (a) => {
-    checkLength(a.name, "name", MAX_NAME_LENGTH);
+    checkOptionalName(a.name);
     checkDescription(a.description);
     validateProviders(a);
   },

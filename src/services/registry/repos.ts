@@ -7,9 +7,9 @@ import { failedPrecondition, invalidArgument } from "../../errors/index.js";
 import type { ServiceContext } from "../context.js";
 import { defineResource, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
+import { checkDescription } from "../validation.js";
 import { checkRepoName } from "./oci-names.js";
 
-const MAX_DESCRIPTION_LENGTH = 4096;
 const MAX_ALIASES = 50;
 const { repos, tags } = schema;
 
@@ -53,9 +53,7 @@ export const repoResource = defineResource({
     }),
   validate: (r: Repo) => {
     checkRepoName("name", r.name);
-    if (r.description.length > MAX_DESCRIPTION_LENGTH) {
-      throw invalidArgument("description", `must be at most ${MAX_DESCRIPTION_LENGTH} characters`);
-    }
+    checkDescription(r.description);
     if (r.aliases.length > MAX_ALIASES) throw invalidArgument("aliases", `at most ${MAX_ALIASES} aliases`);
     r.aliases.forEach((alias, i) => {
       checkRepoName(`aliases[${i}]`, alias);
