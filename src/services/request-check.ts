@@ -60,6 +60,20 @@ function checkUid(value: string, kind: UidKind | "any", field: string): void {
 
 const MAX_DEPTH = 32;
 
+/**
+ * The most entries any repeated or map field of a request may hold
+ * (docs/security.md, "Input"), checked before its entries are: services
+ * set lower caps of their own where a field needs one (a batch of role
+ * bindings, uidp.ids, a repo's aliases).
+ */
+export const MAX_REPEATED = 1000;
+/** The longest key of a map field (resource_limits, client_ids). */
+export const MAX_MAP_KEY_LENGTH = 256;
+
+function checkCount(n: number, path: string): void {
+  if (n > MAX_REPEATED) throw invalidArgument(path, `must have at most ${MAX_REPEATED} entries`);
+}
+
 // google.protobuf.Timestamp and Duration: the ranges their definitions allow
 // (years 0001 to 9999; ±10,000 years), so no conversion downstream overflows.
 const MIN_TIMESTAMP_SECONDS = -62_135_596_800n;
@@ -168,10 +182,14 @@ function walkMessage(walk: Walk, desc: DescMessage, message: Record<string, unkn
     if (value === undefined || value === null) continue;
     const path = depth === 0 && isResourceBody(field) ? "" : prefix ? `${prefix}.${field.name}` : field.name;
     if (field.fieldKind === "list") {
+      checkCount((value as unknown[]).length, path);
       (value as unknown[]).forEach((item, i) => checkValue(walk, desc, field, item, `${path}[${i}]`, depth));
     } else if (field.fieldKind === "map") {
-      for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
+      const entries = Object.entries(value as Record<string, unknown>);
+      checkCount(entries.length, path);
+      for (const [key, item] of entries) {
         checkText(key, path);
+        if (key.length > MAX_MAP_KEY_LENGTH) throw invalidArgument(path, `keys must be at most ${MAX_MAP_KEY_LENGTH} characters`);
         checkValue(walk, desc, field, item, `${path}[${key}]`, depth);
       }
     } else {

@@ -257,3 +257,37 @@ describe("names and descriptions", () => {
     expect((await call("POST", `/iam/v2beta1/roles/${org}`, { name: "full", description: full, capabilities: ["repo.list"] })).status).toBe(200);
   });
 });
+
+describe("repeated and map fields", () => {
+  it("refuses more than 1,000 entries in any repeated field, naming it, before its entries are looked at", async () => {
+    const probes: [string, string, unknown, string][] = [
+      // No cap of their own: 1,001 copies of a known capability, 1,001 resource limits.
+      ["POST", `/iam/v2beta1/roles/${org}`, { name: "many", capabilities: Array(1001).fill("repo.list") }, "capabilities"],
+      ["POST", `/iam/v2beta1/groups/${org}`, { name: "many", resourceLimits: Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`k${i}`, 1])) }, "resource_limits"],
+      // 1,001 uids that are each valid: refused on the count, not 1,001 checks and a query.
+      ["POST", `/platform.iam.v2beta1.GroupsService/ListGroups`, { uidp: { ids: Array(1001).fill(org) } }, "uidp.ids"],
+      ["POST", `/iam/v2beta1/roleBindings/${org}:batchCreate`, { requests: Array(1001).fill({ identityUid: org, roleUid: "viewer" }) }, "requests"],
+    ];
+    for (const [method, path, body, field] of probes) {
+      const res = path.startsWith("/platform.")
+        ? await fetch(`${server.url}${path}`, {
+            method,
+            headers: { "content-type": "application/json", authorization: `Bearer ${server.token}` },
+            body: JSON.stringify(body),
+          }).then(async (r) => ({ status: r.status, body: (await r.json()) as JsonObject }))
+        : await call(method, path, body);
+      if (path.startsWith("/platform.")) {
+        expect(res.status, field).toBe(400);
+        expect(String(res.body["message"]), field).toBe(`Invalid argument: ${field}: must have at most 1000 entries`);
+      } else {
+        expectBadRequest(res, field, field);
+        expect(String(res.body["message"]), field).toBe(`Invalid argument: ${field}: must have at most 1000 entries`);
+      }
+    }
+    // A map key longer than any the service uses.
+    expectBadRequest(await call("POST", `/iam/v2beta1/groups/${org}`, { name: "key", resourceLimits: { ["k".repeat(257)]: 1 } }), "resource_limits", "long key");
+    // The services' own, lower caps still apply below it.
+    expectBadRequest(await call("POST", `/iam/v2beta1/roleBindings/${org}:batchCreate`, { requests: Array(201).fill({ identityUid: `${org}/0123456789abcdef`, roleUid: "viewer" }) }), "requests", "batch of 201");
+    expectBadRequest(await call("POST", `/registry/v2beta1/repos/${org}`, { name: "aliased", aliases: Array.from({ length: 51 }, (_, i) => `a${i}`) }), "aliases", "51 aliases");
+  });
+});
