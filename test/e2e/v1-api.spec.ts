@@ -201,6 +201,22 @@ describe("groups in v1", () => {
     expect((await get(`/iam/v2beta1/groups?uidp.children_of=${org}&page_size=1`))["totalCount"]).toBe("10001");
   });
 
+  it("is OUT_OF_RANGE when the answer would exceed 4 MiB of JSON, however few the matches", async () => {
+    // The report: descriptions of control characters (stored before they were refused), each
+    // rendered as six bytes. 300 groups of 4096 of them are 7 MiB; 100 are 2.4 MiB.
+    const org = await newOrg();
+    await insertChildGroups(org, 300, "\u0001".repeat(4096));
+    const res = await call("GET", `/iam/v1/groups?uidp.children_of=${org}`);
+    expect(res.status).toBe(400);
+    expect(res.body["code"]).toBe(11);
+    expect(res.body["message"]).toContain(`more than ${4 * 1024 * 1024} bytes`);
+    expect(res.body["message"]).toContain("narrow the filter or use the paged v2 List");
+    expect(restDetail(res, "ErrorInfo")).toMatchObject({ reason: "OUT_OF_RANGE", domain: "iam.localhost" });
+    const small = await newOrg();
+    await insertChildGroups(small, 100, "\u0001".repeat(4096));
+    expect(await items(`/iam/v1/groups?uidp.children_of=${small}`)).toHaveLength(100);
+  });
+
   it("rejects a bad name with INVALID_ARGUMENT on name stating the pattern", async () => {
     for (const body of [{}, { name: "UPPER" }, { name: "" }]) {
       const res = await call("POST", "/iam/v1/groups", body);
@@ -226,10 +242,10 @@ describe("groups in v1", () => {
 });
 
 /** Inserts `n` child groups of `org` in one statement (fixtures for the paging and cap tests). */
-async function insertChildGroups(org: string, n: number): Promise<void> {
+async function insertChildGroups(org: string, n: number, description = ""): Promise<void> {
   await server.app.database.db.execute(sql`
-    insert into groups (uid, parent_uid, name, create_time, update_time)
-    select ${org} || '/' || lpad(to_hex(i), 16, '0'), ${org}, 'bulk-' || i, now(), now()
+    insert into groups (uid, parent_uid, name, description, create_time, update_time)
+    select ${org} || '/' || lpad(to_hex(i), 16, '0'), ${org}, 'bulk-' || i, ${description}, now(), now()
     from generate_series(1, ${n}::int) as i`);
 }
 

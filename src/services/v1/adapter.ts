@@ -1,4 +1,4 @@
-import { create, type DescMessage, type DescMethod, type DescService, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import { create, toJsonString, type DescMessage, type DescMethod, type DescService, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { ServiceContext } from "../context.js";
 import { inProcess, type InProcess } from "./in-process.js";
@@ -59,11 +59,14 @@ type Handler = (req: Request, context: HandlerContext) => Promise<unknown>;
 const VERBS = {
   List: (row, call): Handler => {
     const toV1 = (r: unknown) => create(row.schema, row.toV1(r));
+    // What an item adds to the answer: its JSON, the larger of the two encodings.
+    const size = (item: MessageShape<DescMessage>) => Buffer.byteLength(toJsonString(row.schema, item));
     return (req, context) =>
       listAll(
         req as unknown as V1ListFilter,
         (page) => call({ ...page, ...Object.fromEntries(row.listFilters.map((f) => [f, req[f]])) }, context) as Promise<V2Page & Request>,
         (res) => (res[row.v2Items] as unknown[]).map(toV1),
+        size,
       );
   },
 
