@@ -95,8 +95,17 @@ export const hugeString: fc.Arbitrary<string> = fc
   .record({ unit: fc.constantFrom("a", "\u0000", "é", "😀", "/", "%", "\ud800", "a/"), length: fc.integer({ min: 100_000, max: 130_000 }) })
   .map(({ unit, length }) => unit.repeat(Math.ceil(length / unit.length)));
 
-/** Hostile strings: specials, random ASCII, any code point, any code unit, graphemes, concatenations, rarely huge ones. */
+/** Text with C0/C1 control characters in it (escape sequences, bells, DEL, NEL), some long: 4096 of them render as 24 KB of JSON. */
+export const controlString: fc.Arbitrary<string> = fc.oneof(
+  fc
+    .tuple(fc.string({ maxLength: 8 }), fc.constantFrom("\u0001", "\u0007", "\b", "\u000b", "\u000c", "\u001b[31m", "\u007f", "\u0085", "\u009f", "\r"), fc.string({ maxLength: 8 }))
+    .map((p) => p.join("")),
+  fc.record({ unit: fc.constantFrom("\u0001", "\u001b", "\u007f", "\u0090"), n: fc.integer({ min: 200, max: 4096 }) }).map(({ unit, n }) => unit.repeat(n)),
+);
+
+/** Hostile strings: specials, random ASCII, any code point, any code unit, graphemes, concatenations, control characters, rarely huge ones. */
 export const nastyString: fc.Arbitrary<string> = fc.oneof(
+  { weight: 2, arbitrary: controlString },
   { weight: 5, arbitrary: fc.constantFrom(...SPECIAL_STRINGS) },
   { weight: 3, arbitrary: fc.string({ maxLength: 40 }) },
   { weight: 2, arbitrary: fc.string({ unit: codePoint, maxLength: 30 }) },
@@ -131,6 +140,11 @@ export function uidArbitrary(known: readonly string[]): fc.Arbitrary<string> {
         .map(([k, s]) => `${k}${s}`),
     },
     { weight: 1, arbitrary: fc.tuple(real, real).map(([a, b]) => `${a}//${b}`) },
+    // Deep: around the bound of 16 groups (18 segments for a tag), and far beyond it (the
+    // report's 4,000 and 30,000 segments: 68 KB and 510 KB, in bodies; in a URL over 16 KB
+    // the server answers 431).
+    { weight: 2, arbitrary: fc.tuple(real, fc.integer({ min: 12, max: 20 })).map(([k, n]) => `${k}${"/0123456789abcdef".repeat(n)}`) },
+    { weight: 1, arbitrary: fc.tuple(hex(40), fc.constantFrom(100, 800, 4000, 30_000)).map(([k, n]) => `${k}${"/0123456789abcdef".repeat(n)}`) },
     { weight: 1, arbitrary: fc.tuple(hex(40), nastyString).map(([a, b]) => `${a}/${b}`) },
     { weight: 1, arbitrary: fc.constantFrom("a//b", "", "/", "//", "viewer", "owner", "registry.pull", "x/", "/x", "0", "-") },
     { weight: 2, arbitrary: nastyString },
@@ -199,6 +213,17 @@ function isUint64(t: ScalarType): boolean {
   return t === ScalarType.UINT64 || t === ScalarType.FIXED64;
 }
 
+/**
+ * A repeated field's values: usually up to 4, sometimes one value repeated past every cap
+ * (1,001 to 5,000 entries: uidp.ids, a batch's requests, a role's capabilities).
+ */
+function longOrShort<T>(element: fc.Arbitrary<T>): fc.Arbitrary<T[]> {
+  return fc.oneof(
+    { weight: 9, arbitrary: fc.array(element, { maxLength: 4 }) },
+    { weight: 1, arbitrary: fc.tuple(element, fc.integer({ min: 1001, max: 5000 })).map(([e, n]) => Array<T>(n).fill(e)) },
+  );
+}
+
 export interface DescriptorArbitraryOptions {
   /** Strings for string fields (uids and hostile strings). */
   strings: fc.Arbitrary<string>;
@@ -254,12 +279,17 @@ export class JsonFromDescriptor {
     switch (f.fieldKind) {
       case "list": {
         const element = f.listKind === "message" ? this.messageValue(f.message, depth) : f.listKind === "enum" ? this.enumValue(f.enum) : this.scalar(f.scalar);
-        return fc.array(element, { maxLength: 4 });
+        return longOrShort(element);
       }
       case "map": {
         const value = f.mapKind === "message" ? this.messageValue(f.message, depth) : f.mapKind === "enum" ? this.enumValue(f.enum) : this.scalar(f.scalar);
         const keys = f.mapKey === ScalarType.STRING ? fc.oneof(this.opts.strings, fc.constantFrom("clusters", "idps", "repositories")) : numericString;
-        return fc.dictionary(keys, value, { maxKeys: 3 });
+        return fc.oneof(
+          { weight: 9, arbitrary: fc.dictionary(keys, value, { maxKeys: 3 }) },
+          // Past the cap on entries (resource_limits, client_ids), or with a key past the cap on keys.
+          { weight: 1, arbitrary: fc.tuple(value, fc.integer({ min: 1001, max: 3000 })).map(([v, n]) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, v]))) },
+          { weight: 1, arbitrary: value.map((v) => ({ ["k".repeat(300)]: v })) },
+        );
       }
       case "enum":
         return this.enumValue(f.enum);
@@ -369,7 +399,7 @@ export class InitFromDescriptor {
     switch (f.fieldKind) {
       case "list": {
         const element = f.listKind === "message" ? this.messageValue(f.message, depth) : f.listKind === "enum" ? enumNumbers(f.enum) : this.scalar(f.scalar, f.longAsString);
-        return fc.array(element, { maxLength: 4 });
+        return longOrShort(element);
       }
       case "map": {
         const value = f.mapKind === "message" ? this.messageValue(f.message, depth) : f.mapKind === "enum" ? enumNumbers(f.enum) : this.scalar(f.mapKind === "scalar" ? f.scalar : ScalarType.STRING, false);

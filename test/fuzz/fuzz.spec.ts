@@ -22,16 +22,30 @@ import {
 // Property-based fuzzing of every surface of the server: every REST route and
 // every RPC (read from the descriptors), the Connect endpoints by hand, and
 // the plain auth/ops routes, with hostile strings, odd uids, wrong JSON
-// types, huge and deeply nested values, garbled tokens. The property: the
-// server never answers 5xx / INTERNAL / UNKNOWN / UNAVAILABLE, never drops
-// the connection, never hangs; and it is healthy afterwards.
+// types, huge and deeply nested values, deep and long uids, control
+// characters, repeated fields past their caps, garbled tokens. The property:
+// the server never answers 5xx / INTERNAL / UNKNOWN / UNAVAILABLE, never
+// drops the connection, answers each request within FUZZ_MAX_MS; across the
+// run the process's RSS (the server runs in it) grows by less than
+// FUZZ_MAX_RSS_GROWTH_MB; and it is healthy afterwards. Each property prints
+// its slowest request and the RSS, and the last test the run's figures.
 //
 //   FUZZ_RUNS  runs per property (default 500, about 15 s for the file; `npm run fuzz` uses 5000)
 //   FUZZ_SEED  the seed (default: random, printed; a failure prints it too)
+//   FUZZ_MAX_MS  the most one request may take (default 2000)
+//   FUZZ_MAX_RSS_GROWTH_MB  the most RSS may grow over the run (default 512)
 
 const RUNS = Number(process.env["FUZZ_RUNS"] ?? 500);
 const SEED = process.env["FUZZ_SEED"] ? Number(process.env["FUZZ_SEED"]) : Math.floor(Math.random() * 2 ** 31);
 const REQUEST_TIMEOUT_MS = 10_000;
+/** Bounded work per request (docs/security.md, "Input"): generous, for a loaded machine; the report's request took 13 s. */
+const MAX_REQUEST_MS = Number(process.env["FUZZ_MAX_MS"] ?? 2000);
+/** The report's 510 KB uid took RSS from 736 MB to out of memory; a bounded server stays well under this. */
+const MAX_RSS_GROWTH_MB = Number(process.env["FUZZ_MAX_RSS_GROWTH_MB"] ?? 512);
+const MB = 1024 * 1024;
+/** The run's figures: each property's slowest request, and RSS at the start and at its highest. */
+const figures = { rssStartMb: 0, rssPeakMb: 0, slowest: [] as { label: string; ms: number; runs: number; outcome: string }[] };
+const rssMb = () => process.memoryUsage().rss / MB;
 /** Each property's budget, shrinking included; beyond it fast-check stops and reports what it has. */
 const PROPERTY_TIME_LIMIT_MS = Math.max(30_000, RUNS * 60);
 const TEST_TIMEOUT_MS = PROPERTY_TIME_LIMIT_MS + 2 * REQUEST_TIMEOUT_MS + 10_000;
@@ -76,6 +90,7 @@ beforeAll(async () => {
     timeoutMs: REQUEST_TIMEOUT_MS,
     http: { dispatcher: agent, previous: "" },
   };
+  figures.rssStartMb = figures.rssPeakMb = rssMb();
 }, 60_000);
 afterAll(async () => {
   await agent.close();
@@ -89,15 +104,28 @@ afterAll(async () => {
 async function fuzz<T>(label: string, offset: number, cases: () => fc.Arbitrary<T>, run: (c: T) => Promise<Verdict>): Promise<void> {
   const outcomes = new Map<string, number>();
   const seed = (SEED + offset) | 0;
+  const slowest = { label, ms: 0, runs: 0, outcome: "" };
   const details = await fc.check(
     fc.asyncProperty(cases(), async (c) => {
+      const start = performance.now();
       const verdict = await run(c);
+      const ms = performance.now() - start;
+      figures.rssPeakMb = Math.max(figures.rssPeakMb, rssMb());
       outcomes.set(verdict.outcome, (outcomes.get(verdict.outcome) ?? 0) + 1);
       if (verdict.failed) throw new Error(verdict.report);
+      if (ms > slowest.ms) Object.assign(slowest, { ms, outcome: verdict.outcome });
+      if (ms > MAX_REQUEST_MS) throw new Error(`answered ${verdict.outcome} after ${Math.round(ms)} ms, more than ${MAX_REQUEST_MS} ms`);
+      if (figures.rssPeakMb - figures.rssStartMb > MAX_RSS_GROWTH_MB) {
+        throw new Error(`RSS grew from ${Math.round(figures.rssStartMb)} MB to ${Math.round(figures.rssPeakMb)} MB, more than ${MAX_RSS_GROWTH_MB} MB`);
+      }
     }),
     { numRuns: RUNS, seed, plugins: [fc.interruptAfterTimeLimit(PROPERTY_TIME_LIMIT_MS)] },
   );
-  console.log(`fuzz ${label}: ${details.numRuns} runs, outcomes ${JSON.stringify(Object.fromEntries([...outcomes].sort()))}`);
+  slowest.runs = details.numRuns;
+  figures.slowest.push(slowest);
+  console.log(
+    `fuzz ${label}: ${details.numRuns} runs, slowest ${Math.round(slowest.ms)} ms (${slowest.outcome}), RSS ${Math.round(rssMb())} MB (peak ${Math.round(figures.rssPeakMb)} MB), outcomes ${JSON.stringify(Object.fromEntries([...outcomes].sort()))}`,
+  );
   if (details.failed) {
     const error = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance ?? "interrupted or too many skips");
     throw new Error(
@@ -131,6 +159,19 @@ describe("fuzz: no 5xx, no INTERNAL/UNKNOWN, no hang", () => {
 });
 
 describe("after the fuzzing", () => {
+  it("answered every request within FUZZ_MAX_MS and grew RSS by less than FUZZ_MAX_RSS_GROWTH_MB", () => {
+    const growth = figures.rssPeakMb - figures.rssStartMb;
+    const slowest = Math.max(0, ...figures.slowest.map((s) => s.ms));
+    console.log(
+      `fuzz figures: slowest request ${Math.round(slowest)} ms (limit ${MAX_REQUEST_MS}); ` +
+        `RSS ${Math.round(figures.rssStartMb)} MB at the start, peak ${Math.round(figures.rssPeakMb)} MB, growth ${Math.round(growth)} MB (limit ${MAX_RSS_GROWTH_MB}); ` +
+        figures.slowest.map((s) => `${s.label} ${s.runs} runs, slowest ${Math.round(s.ms)} ms`).join("; "),
+    );
+    expect(figures.slowest).toHaveLength(4);
+    expect(slowest).toBeLessThanOrEqual(MAX_REQUEST_MS);
+    expect(growth).toBeLessThan(MAX_RSS_GROWTH_MB);
+  });
+
   it("the server is healthy and serves a normal authenticated request", async () => {
     const health = await fetch(`${server.url}/healthz`, { signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
     expect(health.status).toBe(200);
