@@ -59,6 +59,9 @@ function subjectMatches(identity: IdentityRow, sub: string): boolean {
   return identity.claimSubjectPattern ? matchesClaimPattern(identity.claimSubjectPattern, sub) : false;
 }
 
+/** The most `aud` values a workload token may carry. */
+export const MAX_TOKEN_AUDIENCES = 32;
+
 /**
  * The token must be meant for this service: the identity's audience (exact)
  * or audience pattern, and where it names neither, the auth URL as
@@ -66,6 +69,9 @@ function subjectMatches(identity: IdentityRow, sub: string): boolean {
  * application of the same issuer is never enough (docs/security.md).
  */
 export function audienceAccepted(identity: Pick<IdentityRow, "claimAudience" | "claimAudiencePattern">, aud: unknown, authUrl: string): boolean {
+  // Each value may be matched against a pattern: a token naming more audiences than any
+  // real one does is not meant for this service (docs/security.md, "Input").
+  if (Array.isArray(aud) && aud.length > MAX_TOKEN_AUDIENCES) return false;
   const values = (Array.isArray(aud) ? aud : [aud]).filter((a): a is string => typeof a === "string");
   if (identity.claimAudience || identity.claimAudiencePattern) {
     return values.some(
