@@ -220,8 +220,22 @@ function isUint64(t: ScalarType): boolean {
 function longOrShort<T>(element: fc.Arbitrary<T>): fc.Arbitrary<T[]> {
   return fc.oneof(
     { weight: 9, arbitrary: fc.array(element, { maxLength: 4 }) },
-    { weight: 1, arbitrary: fc.tuple(element, fc.integer({ min: 1001, max: 5000 })).map(([e, n]) => Array<T>(n).fill(e)) },
+    // Only small values are repeated (a 510 KB uid 5,000 times would not fit in a string).
+    { weight: 1, arbitrary: fc.tuple(element, fc.integer({ min: 1001, max: 5000 })).map(([e, n]) => (isSmall(e) ? Array<T>(n).fill(e) : [e])) },
   );
+}
+
+/** Whether a value holds at most `budget` characters of strings and entries (a rough size, without serializing it). */
+function isSmall(value: unknown, budget = { left: 512 }): boolean {
+  if (typeof value === "string") budget.left -= value.length;
+  else if (value instanceof Uint8Array) budget.left -= value.length;
+  else if (value !== null && typeof value === "object") {
+    for (const v of Object.values(value)) {
+      budget.left -= 1;
+      if (budget.left < 0 || !isSmall(v, budget)) return false;
+    }
+  }
+  return budget.left >= 0;
 }
 
 export interface DescriptorArbitraryOptions {
@@ -287,7 +301,7 @@ export class JsonFromDescriptor {
         return fc.oneof(
           { weight: 9, arbitrary: fc.dictionary(keys, value, { maxKeys: 3 }) },
           // Past the cap on entries (resource_limits, client_ids), or with a key past the cap on keys.
-          { weight: 1, arbitrary: fc.tuple(value, fc.integer({ min: 1001, max: 3000 })).map(([v, n]) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, v]))) },
+          { weight: 1, arbitrary: fc.tuple(value, fc.integer({ min: 1001, max: 3000 })).map(([v, n]) => Object.fromEntries(Array.from({ length: isSmall(v) ? n : 1 }, (_, i) => [`k${i}`, v]))) },
           { weight: 1, arbitrary: value.map((v) => ({ ["k".repeat(300)]: v })) },
         );
       }
