@@ -7,9 +7,11 @@ import { FieldBehavior, field_behavior } from "../../gen/google/api/field_behavi
  * The one input check every request passes before authorization or storage
  * (docs/security.md, "Input"): no string anywhere in a request may carry a
  * NUL or an unpaired surrogate (PostgreSQL cannot store the first, UTF-8
- * cannot encode the second), and every uid-bearing field must have the shape
- * of a uid the service makes. Runs on every protocol (REST reaches the
- * implementations through the same interceptors).
+ * cannot encode the second), every uid-bearing field must have the shape
+ * of a uid the service makes (no longer or deeper than one: src/db/uid.ts),
+ * and no repeated or map field may hold more than MAX_REPEATED entries. Runs
+ * on every protocol (REST reaches the implementations through the same
+ * interceptors).
  */
 
 // A NUL, a high surrogate not followed by a low one, or a low one not preceded by a high one.
