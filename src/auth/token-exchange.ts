@@ -6,13 +6,19 @@ import { invalidArgument, unauthenticated } from "../errors/index.js";
 import type { EventRecorder } from "../events/index.js";
 import { checkText } from "../services/request-check.js";
 import { matchesClaimPattern } from "./claim-pattern.js";
+import type { ExchangeLimits } from "./exchange-limits.js";
 import type { OidcIssuers } from "./oidc-issuers.js";
+import type { OutboundBudgets } from "./outbound-budgets.js";
 import type { MintedToken, TokenService } from "./tokens.js";
 
 export interface TokenExchangeDeps {
   db: Database;
   tokens: TokenService;
   issuers: OidcIssuers;
+  /** Keys are fetched on the issuers' budget of the identity's organization. */
+  budgets: Pick<OutboundBudgets, "exchangeIssuers">;
+  /** Calls per client address and per identity (this replica's counts). */
+  limits: ExchangeLimits;
   /** Audiences a caller may ask for: the API base URL and the registry audience. */
   audiences: string[];
   /** This service's auth URL: the `aud` a workload token must carry when its identity names no audience. */
@@ -36,6 +42,8 @@ export interface ExchangeRequest {
   identityUid: string;
   /** The caller's OIDC token (the bearer token of the exchange request). */
   oidcToken: string | undefined;
+  /** The socket's peer address (X-Forwarded-For is not trusted: docs/security.md, "Outbound budgets"). */
+  clientAddress: string | undefined;
 }
 
 type IdentityRow = typeof schema.identities.$inferSelect;
@@ -84,6 +92,7 @@ export function audienceAccepted(identity: Pick<IdentityRow, "claimAudience" | "
  * identity is the same UNAUTHENTICATED, so callers learn nothing from it.
  */
 export async function exchangeToken(deps: TokenExchangeDeps, req: ExchangeRequest): Promise<MintedToken> {
+  await deps.limits.fromAddress(req.clientAddress);
   checkText(req.audience, "aud");
   checkText(req.identityUid, "identity");
   if (!req.audience) throw invalidArgument("aud", "is required");
@@ -99,6 +108,8 @@ export async function exchangeToken(deps: TokenExchangeDeps, req: ExchangeReques
   if (!req.oidcToken) throw reject("no bearer token");
   const [identity] = await deps.db.select().from(schema.identities).where(eq(schema.identities.uid, req.identityUid));
   if (!identity || identity.parentUid === null) throw reject("unknown identity");
+  // Counted once the identity exists, so that made-up uids cannot fill the counts' memory.
+  await deps.limits.forIdentity(identity.uid);
   // A token whose signature checks out at the identity's issuer is an attempt worth its
   // organization's audit log, accepted or not; anything less (no usable issuer, a forged or
   // garbage token) is only logged, so strangers cannot write events by guessing uids.
@@ -124,7 +135,7 @@ export async function exchangeToken(deps: TokenExchangeDeps, req: ExchangeReques
   if (!issuer) throw reject("identity has no usable issuer for this token");
   let payload: JWTPayload;
   try {
-    payload = await deps.issuers.verify(req.oidcToken, issuer);
+    payload = await deps.issuers.verify(req.oidcToken, issuer, deps.budgets.exchangeIssuers(identity.parentUid));
   } catch (e) {
     throw reject(`verification failed: ${e instanceof Error ? e.message : String(e)}`);
   }

@@ -4,7 +4,8 @@ import { LRUCache } from "lru-cache";
 import * as client from "openid-client";
 import type { SecretBox } from "../../crypto/index.js";
 import { schema, type Database } from "../../db/index.js";
-import type { Egress } from "../../egress/index.js";
+import type { Egress, EgressBudget } from "../../egress/index.js";
+import type { OutboundBudgets } from "../outbound-budgets.js";
 import { openClientSecret } from "../../services/iam/identity-provider-secret.js";
 import { LoginError } from "./login-error.js";
 import type { PendingLogin } from "./login-state.js";
@@ -65,6 +66,8 @@ export class Upstreams {
       global: { issuer: string; clientId: string; clientSecret: string; scopes: string[] } | undefined;
       /** Every request to a provider (discovery, token, userinfo, JWKS) goes through the egress guard. */
       egress: Egress;
+      /** On the deployment's sign-in budget, or on the budget of the organization whose provider it is. */
+      budgets: Pick<OutboundBudgets, "deploymentSignIn" | "identityProviders">;
       /** `{auth_url}/oauth/callback`. */
       redirectUri: string;
       clock: () => Date;
@@ -162,14 +165,21 @@ export class Upstreams {
     };
   }
 
+  /** The outbound budget `provider`'s requests spend (docs/security.md, "Outbound budgets"). */
+  private budgetOf(provider: UpstreamProvider): EgressBudget {
+    return provider.idp ? this.opts.budgets.identityProviders(provider.idp.groupUid) : this.opts.budgets.deploymentSignIn();
+  }
+
   private async configuration(provider: UpstreamProvider): Promise<client.Configuration> {
     const secretHash = createHash("sha256").update(provider.clientSecret).digest("base64url");
-    const key = JSON.stringify([provider.issuer, provider.clientId, secretHash]);
+    const budget = this.budgetOf(provider);
+    // The configuration keeps the budget its later requests (token, userinfo, JWKS) spend: one per budget.
+    const key = JSON.stringify([provider.issuer, provider.clientId, secretHash, budget.key]);
     const cached = this.configs.get(key);
     if (cached) return cached;
     let pending = this.inflight.get(key);
     if (!pending) {
-      pending = this.discover(provider).finally(() => this.inflight.delete(key));
+      pending = this.discover(provider, budget).finally(() => this.inflight.delete(key));
       this.inflight.set(key, pending);
     }
     const config = await pending;
@@ -177,7 +187,7 @@ export class Upstreams {
     return config;
   }
 
-  private async discover(provider: UpstreamProvider): Promise<client.Configuration> {
+  private async discover(provider: UpstreamProvider, budget: EgressBudget): Promise<client.Configuration> {
     if (!this.opts.egress.permits(provider.issuer)) throw new LoginError("upstream_error", "the identity provider's issuer may not be contacted");
     const insecure = new URL(provider.issuer).protocol === "http:";
     const execute = insecure ? [client.allowInsecureRequests] : [];
@@ -186,7 +196,7 @@ export class Upstreams {
       discovered = await client.discovery(new URL(provider.issuer), provider.clientId, undefined, undefined, {
         timeout: TIMEOUT_SECONDS,
         execute,
-        [client.customFetch]: this.opts.egress.fetch,
+        [client.customFetch]: budget.fetch,
       });
     } catch (e) {
       throw new LoginError("upstream_error", "the identity provider could not be reached", { cause: e });
@@ -206,7 +216,7 @@ export class Upstreams {
         : client.ClientSecretPost(provider.clientSecret);
     const config = new client.Configuration(metadata, provider.clientId, undefined, auth);
     config.timeout = TIMEOUT_SECONDS;
-    config[client.customFetch] = this.opts.egress.fetch;
+    config[client.customFetch] = budget.fetch;
     for (const apply of execute) apply(config);
     return config;
   }
