@@ -5,7 +5,7 @@ import { schema, UID_SHAPES, type Database, type Executor } from "../db/index.js
 import { invalidArgument, unauthenticated } from "../errors/index.js";
 import type { EventRecorder } from "../events/index.js";
 import { checkText } from "../services/request-check.js";
-import { matchesClaimPattern } from "./claim-pattern.js";
+import { issuerPatternOrigin, matchesClaimPattern } from "./claim-pattern.js";
 import type { ExchangeLimits } from "./exchange-limits.js";
 import type { OidcIssuers } from "./oidc-issuers.js";
 import type { OutboundBudgets } from "./outbound-budgets.js";
@@ -50,9 +50,11 @@ type IdentityRow = typeof schema.identities.$inferSelect;
 
 // The issuer to contact: the identity's configured one, or the token's own
 // `iss` when the identity allows it by pattern. Nothing else is ever fetched.
+// A pattern stored before patterns had to fix scheme and host, that does
+// not, allows nothing (docs/security.md, "What the exchange checks").
 function issuerFor(identity: IdentityRow, token: string): string | undefined {
   if (identity.claimIssuer) return identity.claimIssuer;
-  if (!identity.claimIssuerPattern) return undefined;
+  if (!identity.claimIssuerPattern || !issuerPatternOrigin(identity.claimIssuerPattern)) return undefined;
   let iss: unknown;
   try {
     iss = decodeJwt(token).iss;
