@@ -2,7 +2,8 @@ import { eq } from "drizzle-orm";
 import { decodeJwt, type JWTPayload } from "jose";
 import { LRUCache } from "lru-cache";
 import { schema, UID_SHAPES, type Database, type Executor } from "../db/index.js";
-import { invalidArgument, unauthenticated } from "../errors/index.js";
+import { EgressError } from "../egress/index.js";
+import { invalidArgument, unauthenticated, unavailable } from "../errors/index.js";
 import type { EventRecorder } from "../events/index.js";
 import { checkText } from "../services/request-check.js";
 import { issuerPatternOrigin, matchesClaimPattern } from "./claim-pattern.js";
@@ -139,6 +140,12 @@ export async function exchangeToken(deps: TokenExchangeDeps, req: ExchangeReques
   try {
     payload = await deps.issuers.verify(req.oidcToken, issuer, deps.budgets.exchangeIssuers(identity.parentUid));
   } catch (e) {
+    // The organization's issuers' budget is spent (docs/security.md, "Outbound budgets"): nothing
+    // was decided about the token, so the caller is told to retry rather than refused.
+    if (e instanceof EgressError && e.failure === "busy") {
+      deps.onRejected(`verification not attempted: ${e.message}`);
+      throw unavailable("too many requests to this organization's OIDC issuers are in flight; retry shortly");
+    }
     throw reject(`verification failed: ${e instanceof Error ? e.message : String(e)}`);
   }
   if (!audienceAccepted(identity, payload.aud, deps.authUrl)) throw await refuse("audience not meant for this service");

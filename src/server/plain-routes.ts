@@ -88,7 +88,8 @@ export function plainRoutes(deps: PlainRouteDeps): (req: Req, res: Res) => Promi
             });
           } catch (e) {
             const code = e instanceof ConnectError ? e.code : undefined;
-            deps.metrics.tokenExchange(code === Code.InvalidArgument ? "invalid" : code === Code.ResourceExhausted ? "limited" : "refused");
+            const outcome = code === Code.InvalidArgument ? "invalid" : code === Code.ResourceExhausted ? "limited" : code === Code.Unavailable ? "unavailable" : "refused";
+            deps.metrics.tokenExchange(outcome);
             throw e;
           }
           deps.metrics.tokenExchange("issued");
