@@ -1,9 +1,9 @@
 import { eq } from "drizzle-orm";
 import { decodeJwt, type JWTPayload } from "jose";
 import { LRUCache } from "lru-cache";
-import { schema, UID_SHAPES, type Database, type Executor } from "../db/index.js";
+import { organizationOf, schema, UID_SHAPES, type Database, type Executor } from "../db/index.js";
 import { EgressError } from "../egress/index.js";
-import { invalidArgument, unauthenticated, unavailable } from "../errors/index.js";
+import { invalidArgument, rateLimited, unauthenticated } from "../errors/index.js";
 import type { EventRecorder } from "../events/index.js";
 import { checkText } from "../services/request-check.js";
 import { issuerPatternOrigin, matchesClaimPattern } from "./claim-pattern.js";
@@ -34,6 +34,9 @@ export interface TokenExchangeDeps {
 /** Identities whose rejected exchange was recorded in the last REJECTION_WINDOW_MS (per replica). */
 const REJECTION_WINDOW_MS = 60_000;
 const recentRejections = new LRUCache<string, true>({ max: 10_000, ttl: REJECTION_WINDOW_MS });
+
+/** What an exchange refused for a spent outbound budget is asked to wait: about one issuer's timeout. */
+const BUSY_RETRY_SECONDS = 5;
 
 /** The event type of a token exchange (docs/design.md, "Events"). */
 export const TOKEN_EXCHANGED_EVENT = "platform.auth.token.exchanged.v1";
@@ -144,7 +147,8 @@ export async function exchangeToken(deps: TokenExchangeDeps, req: ExchangeReques
     // was decided about the token, so the caller is told to retry rather than refused.
     if (e instanceof EgressError && e.failure === "busy") {
       deps.onRejected(`verification not attempted: ${e.message}`);
-      throw unavailable("too many requests to this organization's OIDC issuers are in flight; retry shortly");
+      const org = organizationOf(identity.uid);
+      throw rateLimited(`organization:${org}`, "too many requests to this organization's OIDC issuers are in flight; retry shortly", BUSY_RETRY_SECONDS);
     }
     throw reject(`verification failed: ${e instanceof Error ? e.message : String(e)}`);
   }

@@ -88,8 +88,7 @@ export function plainRoutes(deps: PlainRouteDeps): (req: Req, res: Res) => Promi
             });
           } catch (e) {
             const code = e instanceof ConnectError ? e.code : undefined;
-            const outcome = code === Code.InvalidArgument ? "invalid" : code === Code.ResourceExhausted ? "limited" : code === Code.Unavailable ? "unavailable" : "refused";
-            deps.metrics.tokenExchange(outcome);
+            deps.metrics.tokenExchange(code === Code.InvalidArgument ? "invalid" : code === Code.ResourceExhausted ? "limited" : "refused");
             throw e;
           }
           deps.metrics.tokenExchange("issued");

@@ -216,14 +216,16 @@ describe("outbound budgets: anonymous exchanges naming slow issuers", () => {
     for (const idp of [upstream, orgIdp, workloads]) expect(idp.seenAtDiscovery[0]).toBe(4);
 
     // The attacker's organization got its own share (4), no more: the rest failed fast, unsent,
-    // told to retry (503) since nothing was decided about their tokens; the 4 timed out (401).
+    // told to retry (429) since nothing was decided about their tokens; the 4 timed out (401).
     expect(slow.requests()).toBe(4);
     const answers = await Promise.all(attack);
-    expect(answers.filter((a) => a.status === 503)).toHaveLength(16);
+    expect(answers.filter((a) => a.status === 429)).toHaveLength(16);
     expect(answers.filter((a) => a.status === 401)).toHaveLength(4);
-    const busy = answers.find((a) => a.status === 503)!;
-    expect(busy.body["code"]).toBe(14);
-    expect(busy.retryAfter).toBe("2");
+    const busy = answers.find((a) => a.status === 429)!;
+    expect(busy.body["code"]).toBe(8);
+    expect(busy.retryAfter).toBe("5");
+    const violation = (busy.body["details"] as JsonObject[]).find((d) => String(d["@type"]).endsWith("QuotaFailure"))?.["violations"];
+    expect(violation).toMatchObject([{ subject: `organization:${attacker}` }]);
     expect(slow.requests()).toBe(4);
   });
 
