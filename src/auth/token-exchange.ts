@@ -107,6 +107,9 @@ export async function exchangeToken(deps: TokenExchangeDeps, req: ExchangeReques
   // Only identities held by a group are assumable: root-level ones are the
   // bootstrap identity and people who signed in with a browser.
   if (!UID_SHAPES.child.test(req.identityUid)) throw invalidArgument("identity", "is not the uid of an identity held by a group");
+  // Counted whether the identity exists or not: a 429 must not tell which ones do. Made-up uids
+  // cost their caller its address's count, which bounds how many of them there can be.
+  await deps.limits.forIdentity(req.identityUid);
   const reject = (reason: string) => {
     deps.onRejected(reason);
     return unauthenticated("the token was not accepted for this identity");
@@ -114,8 +117,6 @@ export async function exchangeToken(deps: TokenExchangeDeps, req: ExchangeReques
   if (!req.oidcToken) throw reject("no bearer token");
   const [identity] = await deps.db.select().from(schema.identities).where(eq(schema.identities.uid, req.identityUid));
   if (!identity || identity.parentUid === null) throw reject("unknown identity");
-  // Counted once the identity exists, so that made-up uids cannot fill the counts' memory.
-  await deps.limits.forIdentity(identity.uid);
   // A token whose signature checks out at the identity's issuer is an attempt worth its
   // organization's audit log, accepted or not; anything less (no usable issuer, a forged or
   // garbage token) is only logged, so strangers cannot write events by guessing uids.

@@ -249,7 +249,7 @@ describe("/sts/exchange rate limits", () => {
   let server: TestServer;
 
   beforeAll(async () => {
-    server = await startTestServer({ PLATFORM_STS_RATE_PER_ADDRESS: "5", PLATFORM_STS_RATE_PER_IDENTITY: "2" });
+    server = await startTestServer({ PLATFORM_STS_RATE_PER_ADDRESS: "8", PLATFORM_STS_RATE_PER_IDENTITY: "2" });
   });
   afterAll(() => server?.stop());
 
@@ -266,7 +266,7 @@ describe("/sts/exchange rate limits", () => {
     return (detail?.["violations"] as JsonObject[] | undefined)?.[0];
   }
 
-  it("answers 429 RESOURCE_EXHAUSTED with Retry-After and a QuotaFailure: per identity, then per client address", async () => {
+  it("answers 429 RESOURCE_EXHAUSTED with Retry-After and a QuotaFailure: per identity (existing or not), then per client address", async () => {
     const org = (await ok(restClient(server.url, server.token)("POST", "/iam/v2beta1/groups", { name: "limited" })))["uid"] as string;
     const [x, y] = [await identity(org), await identity(org)];
     const token = unsignedToken("https://issuer.invalid");
@@ -280,13 +280,21 @@ describe("/sts/exchange rate limits", () => {
     expect(Number(byIdentity.retryAfter)).toBeGreaterThanOrEqual(1);
     expect(Number(byIdentity.retryAfter)).toBeLessThanOrEqual(60);
 
-    // Another identity has its own count; the address's (5 a minute) runs out after two more.
+    // Another identity has its own count. One that does not exist is counted the same way, so
+    // a 429 tells nothing about which identities exist.
     expect((await exchange(server, y, token)).status).toBe(401);
+    const missing = newChildUid(org);
+    expect((await exchange(server, missing, token)).status).toBe(401);
+    expect((await exchange(server, missing, token)).status).toBe(401);
+    const unknown = await exchange(server, missing, token);
+    expect(unknown.status).toBe(429);
+    expect(quotaViolation(unknown.body)).toMatchObject({ subject: `identity:${missing}` });
+    // The address's count (8 a minute) has one call left.
     expect((await exchange(server, y, token)).status).toBe(401);
     const byAddress = await exchange(server, y, token);
     expect(byAddress.status).toBe(429);
     expect(quotaViolation(byAddress.body)).toMatchObject({ subject: "clientip:127.0.0.1" });
-    expect(byAddress.body["message"]).toContain("too many token exchanges from this address");
+    expect(byAddress.body["message"]).toMatch(/^Resource exhausted: too many token exchanges from this address: at most 8 per 60 s; retry in \d+ s$/);
     expect(Number(byAddress.retryAfter)).toBeGreaterThanOrEqual(1);
     // Counted before anything else: even a malformed call is answered 429 now.
     expect((await exchange(server, "nonsense", token)).status).toBe(429);
