@@ -1,6 +1,6 @@
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet, type JWTPayload } from "jose";
 import { LRUCache } from "lru-cache";
-import { EgressError, type Egress, type EgressBudget } from "../egress/index.js";
+import { budgetSpent, type Egress, type EgressBudget } from "../egress/index.js";
 
 /** Keys are reused this long before they are fetched again. */
 const KEYS_TTL_MS = 10 * 60 * 1000;
@@ -101,7 +101,7 @@ export class OidcIssuers {
       inflight = this.fetchKeys(issuer, budget)
         .catch((e: unknown) => {
           // A budget that was full says nothing about the issuer: the next call may try it.
-          if (!(e instanceof EgressError && e.failure === "busy")) this.failures.set(issuer, e instanceof Error ? e.message : String(e));
+          if (!budgetSpent(e)) this.failures.set(issuer, e instanceof Error ? e.message : String(e));
           throw e;
         })
         .finally(() => this.pending.delete(issuer));

@@ -2,7 +2,7 @@ import { eq } from "drizzle-orm";
 import { decodeJwt, type JWTPayload } from "jose";
 import { LRUCache } from "lru-cache";
 import { organizationOf, schema, UID_SHAPES, type Database, type Executor } from "../db/index.js";
-import { EgressError } from "../egress/index.js";
+import { budgetSpent } from "../egress/index.js";
 import { invalidArgument, rateLimited, unauthenticated } from "../errors/index.js";
 import type { EventRecorder } from "../events/index.js";
 import { checkText } from "../services/request-check.js";
@@ -146,8 +146,8 @@ export async function exchangeToken(deps: TokenExchangeDeps, req: ExchangeReques
   } catch (e) {
     // The organization's issuers' budget is spent (docs/security.md, "Outbound budgets"): nothing
     // was decided about the token, so the caller is told to retry rather than refused.
-    if (e instanceof EgressError && e.failure === "busy") {
-      deps.onRejected(`verification not attempted: ${e.message}`);
+    if (budgetSpent(e)) {
+      deps.onRejected(`verification not attempted: ${String(e)}`);
       const org = organizationOf(identity.uid);
       throw rateLimited(`organization:${org}`, "too many requests to this organization's OIDC issuers are in flight; retry shortly", BUSY_RETRY_SECONDS);
     }

@@ -243,6 +243,23 @@ describe("outbound budgets: anonymous exchanges naming slow issuers", () => {
     expect(broken.requests()).toBe(after + 1);
     await server.renewToken();
   });
+
+  it("remembers an identity provider whose discovery failed: the next sign-ins fail without going out, until the memory expires", async () => {
+    const down = await brokenIssuer();
+    try {
+      const org = await newOrg("down");
+      await ok(admin()("POST", `/iam/v2beta1/identityProviders/${org}`, { name: "sso", oidc: { issuer: down.issuer, clientId: CLIENT_ID, clientSecret: "s" } }));
+      expect(await signIn(server, "carol", { org })).toEqual({ token: null, error: "upstream_error" });
+      expect(down.requests()).toBe(1);
+      for (let i = 0; i < 3; i++) expect(await signIn(server, "carol", { org })).toEqual({ token: null, error: "upstream_error" });
+      expect(down.requests()).toBe(1);
+      server.clock.advance(31_000);
+      expect(await signIn(server, "carol", { org })).toEqual({ token: null, error: "upstream_error" });
+      expect(down.requests()).toBe(2);
+    } finally {
+      await down.stop();
+    }
+  });
 });
 
 describe("/sts/exchange rate limits", () => {

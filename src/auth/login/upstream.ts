@@ -4,7 +4,7 @@ import { LRUCache } from "lru-cache";
 import * as client from "openid-client";
 import type { SecretBox } from "../../crypto/index.js";
 import { schema, type Database } from "../../db/index.js";
-import type { Egress, EgressBudget } from "../../egress/index.js";
+import { budgetSpent, type Egress, type EgressBudget } from "../../egress/index.js";
 import type { OutboundBudgets } from "../outbound-budgets.js";
 import { openClientSecret } from "../../services/iam/identity-provider-secret.js";
 import { LoginError } from "./login-error.js";
@@ -14,6 +14,8 @@ const TIMEOUT_SECONDS = 5;
 /** Discovery documents (and the JWKS openid-client keeps with them) are reused this long. */
 const CONFIG_TTL_MS = 10 * 60 * 1000;
 const MAX_CACHED_CONFIGS = 1000;
+/** A provider whose discovery failed is answered from memory this long, without going out (docs/security.md, "Outbound budgets"). */
+export const PROVIDER_FAILURE_TTL_MS = 30 * 1000;
 
 /** An upstream OpenID Connect provider people sign in with. */
 export interface UpstreamProvider {
@@ -57,6 +59,8 @@ function claimString(claims: Record<string, unknown>, name: string): string {
 export class Upstreams {
   private readonly configs: LRUCache<string, client.Configuration>;
   private readonly inflight = new Map<string, Promise<client.Configuration>>();
+  /** Discovery failures, by the same key as `configs`. */
+  private readonly failures: LRUCache<string, LoginError>;
 
   constructor(
     private readonly opts: {
@@ -77,6 +81,12 @@ export class Upstreams {
       max: MAX_CACHED_CONFIGS,
       ttl: CONFIG_TTL_MS,
       // The injected clock decides expiry, read at every lookup.
+      perf: { now: () => opts.clock().getTime() },
+      ttlResolution: 0,
+    });
+    this.failures = new LRUCache<string, LoginError>({
+      max: MAX_CACHED_CONFIGS,
+      ttl: PROVIDER_FAILURE_TTL_MS,
       perf: { now: () => opts.clock().getTime() },
       ttlResolution: 0,
     });
@@ -177,9 +187,20 @@ export class Upstreams {
     const key = JSON.stringify([provider.issuer, provider.clientId, secretHash, budget.key]);
     const cached = this.configs.get(key);
     if (cached) return cached;
+    const failed = this.failures.get(key);
+    if (failed) {
+      const cause = new Error(`discovery failed within the last ${PROVIDER_FAILURE_TTL_MS / 1000} s; not contacted again yet`, { cause: failed });
+      throw new LoginError(failed.code, failed.description, { cause });
+    }
     let pending = this.inflight.get(key);
     if (!pending) {
-      pending = this.discover(provider, budget).finally(() => this.inflight.delete(key));
+      pending = this.discover(provider, budget)
+        .catch((e: unknown) => {
+          // A spent budget says nothing about the provider: the next sign-in may try it.
+          if (e instanceof LoginError && !budgetSpent(e)) this.failures.set(key, e);
+          throw e;
+        })
+        .finally(() => this.inflight.delete(key));
       this.inflight.set(key, pending);
     }
     const config = await pending;
