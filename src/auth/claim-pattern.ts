@@ -38,3 +38,37 @@ export function matchesClaimPattern(pattern: string, value: string): boolean {
     return false;
   }
 }
+
+/**
+ * The origin (scheme, host and port) every issuer matching `pattern` has,
+ * or undefined when the pattern leaves any of them open. An issuer pattern
+ * names the issuers the exchange may contact, so it must fix where they
+ * are: the pattern starts with `http(s)://host[:port]` as literal text,
+ * followed by `/` or by nothing more (docs/security.md, "What the exchange
+ * checks"). RE2 works out the literal prefix every match starts with, so
+ * `https://[a-z]+\.example\.com/.*`, `https://a+\.example\.com/` and
+ * `https://x\.com/a|https://.*` are refused like `https://.*`. A leading `^`
+ * changes nothing (matching is against the whole claim); `(?i)` leaves no
+ * literal prefix and is refused.
+ */
+export function issuerPatternOrigin(pattern: string): string | undefined {
+  let re: { prefix: unknown; prefixComplete: boolean };
+  try {
+    re = compileClaimPattern(pattern.startsWith("^") ? pattern.slice(1) : pattern).re2();
+  } catch {
+    return undefined;
+  }
+  if (typeof re.prefix !== "string") return undefined;
+  const m = /^(https?):\/\/([^/?#\\]+)(\/|$)/.exec(re.prefix);
+  if (!m) return undefined;
+  // Without the slash the host could go on (`https://x\.com.*` matches https://x.com.evil.example).
+  if (m[3] !== "/" && !re.prefixComplete) return undefined;
+  let url: URL;
+  try {
+    url = new URL(`${m[1]}://${m[2]}`);
+  } catch {
+    return undefined;
+  }
+  if (!url.hostname || url.username || url.password) return undefined;
+  return url.origin;
+}

@@ -4,4 +4,6 @@ export { authenticate, isPublicService, principalKey, bearerToken, type Principa
 export { openidConfiguration, jwks } from "./well-known.js";
 export { bootstrapAdminToken, writeAdminToken } from "./bootstrap.js";
 export { OidcIssuers } from "./oidc-issuers.js";
+export { OutboundBudgets, type OutboundLimits } from "./outbound-budgets.js";
+export { ExchangeLimits } from "./exchange-limits.js";
 export { exchangeToken, type TokenExchangeDeps } from "./token-exchange.js";

@@ -1,18 +1,25 @@
 import { eq } from "drizzle-orm";
 import { decodeJwt, type JWTPayload } from "jose";
 import { LRUCache } from "lru-cache";
-import { schema, UID_SHAPES, type Database, type Executor } from "../db/index.js";
-import { invalidArgument, unauthenticated } from "../errors/index.js";
+import { organizationOf, schema, UID_SHAPES, type Database, type Executor } from "../db/index.js";
+import { budgetSpent } from "../egress/index.js";
+import { invalidArgument, rateLimited, unauthenticated } from "../errors/index.js";
 import type { EventRecorder } from "../events/index.js";
 import { checkText } from "../services/request-check.js";
-import { matchesClaimPattern } from "./claim-pattern.js";
+import { issuerPatternOrigin, matchesClaimPattern } from "./claim-pattern.js";
+import type { ExchangeLimits } from "./exchange-limits.js";
 import type { OidcIssuers } from "./oidc-issuers.js";
+import type { OutboundBudgets } from "./outbound-budgets.js";
 import type { MintedToken, TokenService } from "./tokens.js";
 
 export interface TokenExchangeDeps {
   db: Database;
   tokens: TokenService;
   issuers: OidcIssuers;
+  /** Keys are fetched on the issuers' budget of the identity's organization. */
+  budgets: Pick<OutboundBudgets, "exchangeIssuers">;
+  /** Calls per client address and per identity (this replica's counts). */
+  limits: ExchangeLimits;
   /** Audiences a caller may ask for: the API base URL and the registry audience. */
   audiences: string[];
   /** This service's auth URL: the `aud` a workload token must carry when its identity names no audience. */
@@ -28,6 +35,9 @@ export interface TokenExchangeDeps {
 const REJECTION_WINDOW_MS = 60_000;
 const recentRejections = new LRUCache<string, true>({ max: 10_000, ttl: REJECTION_WINDOW_MS });
 
+/** What an exchange refused for a spent outbound budget is asked to wait: about one issuer's timeout. */
+const BUSY_RETRY_SECONDS = 5;
+
 /** The event type of a token exchange (docs/design.md, "Events"). */
 export const TOKEN_EXCHANGED_EVENT = "platform.auth.token.exchanged.v1";
 
@@ -36,15 +46,19 @@ export interface ExchangeRequest {
   identityUid: string;
   /** The caller's OIDC token (the bearer token of the exchange request). */
   oidcToken: string | undefined;
+  /** The socket's peer address (X-Forwarded-For is not trusted: docs/security.md, "Outbound budgets"). */
+  clientAddress: string | undefined;
 }
 
 type IdentityRow = typeof schema.identities.$inferSelect;
 
 // The issuer to contact: the identity's configured one, or the token's own
 // `iss` when the identity allows it by pattern. Nothing else is ever fetched.
+// A pattern stored before patterns had to fix scheme and host, that does
+// not, allows nothing (docs/security.md, "What the exchange checks").
 function issuerFor(identity: IdentityRow, token: string): string | undefined {
   if (identity.claimIssuer) return identity.claimIssuer;
-  if (!identity.claimIssuerPattern) return undefined;
+  if (!identity.claimIssuerPattern || !issuerPatternOrigin(identity.claimIssuerPattern)) return undefined;
   let iss: unknown;
   try {
     iss = decodeJwt(token).iss;
@@ -90,6 +104,7 @@ export function audienceAccepted(identity: Pick<IdentityRow, "claimAudience" | "
  * identity is the same UNAUTHENTICATED, so callers learn nothing from it.
  */
 export async function exchangeToken(deps: TokenExchangeDeps, req: ExchangeRequest): Promise<MintedToken> {
+  await deps.limits.fromAddress(req.clientAddress);
   checkText(req.audience, "aud");
   checkText(req.identityUid, "identity");
   if (!req.audience) throw invalidArgument("aud", "is required");
@@ -98,6 +113,9 @@ export async function exchangeToken(deps: TokenExchangeDeps, req: ExchangeReques
   // Only identities held by a group are assumable: root-level ones are the
   // bootstrap identity and people who signed in with a browser.
   if (!UID_SHAPES.child.test(req.identityUid)) throw invalidArgument("identity", "is not the uid of an identity held by a group");
+  // Counted whether the identity exists or not: a 429 must not tell which ones do. Made-up uids
+  // cost their caller its address's count, which bounds how many of them there can be.
+  await deps.limits.forIdentity(req.identityUid);
   const reject = (reason: string) => {
     deps.onRejected(reason);
     return unauthenticated("the token was not accepted for this identity");
@@ -130,8 +148,15 @@ export async function exchangeToken(deps: TokenExchangeDeps, req: ExchangeReques
   if (!issuer) throw reject("identity has no usable issuer for this token");
   let payload: JWTPayload;
   try {
-    payload = await deps.issuers.verify(req.oidcToken, issuer);
+    payload = await deps.issuers.verify(req.oidcToken, issuer, deps.budgets.exchangeIssuers(identity.parentUid));
   } catch (e) {
+    // The organization's issuers' budget is spent (docs/security.md, "Outbound budgets"): nothing
+    // was decided about the token, so the caller is told to retry rather than refused.
+    if (budgetSpent(e)) {
+      deps.onRejected(`verification not attempted: ${String(e)}`);
+      const org = organizationOf(identity.uid);
+      throw rateLimited(`organization:${org}`, "too many requests to this organization's OIDC issuers are in flight; retry shortly", BUSY_RETRY_SECONDS);
+    }
     throw reject(`verification failed: ${e instanceof Error ? e.message : String(e)}`);
   }
   if (!audienceAccepted(identity, payload.aud, deps.authUrl)) throw await refuse("audience not meant for this service");

@@ -31,3 +31,14 @@ export class EgressError extends Error {
     super(message, options);
   }
 }
+
+/**
+ * True when `e`, or an error it wraps (openid-client wraps what its fetch threw), is the guard's
+ * "busy": a budget was spent, which says nothing about the host asked for.
+ */
+export function budgetSpent(e: unknown): boolean {
+  for (let cur = e, depth = 0; cur instanceof Error && depth < 8; cur = cur.cause, depth++) {
+    if (cur instanceof EgressError) return cur.failure === "busy";
+  }
+  return false;
+}

@@ -333,6 +333,42 @@ describe("Egress: bounded", () => {
     await expect(egress.fetchJson(url("/ok"))).resolves.toEqual({ path: "/ok" });
   });
 
+  it("budgets: one budget at its cap fails fast while another budget still goes out", async () => {
+    const egress = dev({ maxInFlight: 10, timeoutMs: 500 });
+    const okBefore = hits["/ok"] ?? 0;
+    const a = egress.budget("a", 2);
+    const slow = [failure(a.fetch(url("/silent"))), failure(a.fetch(url("/silent")))];
+    const busy = await failure(a.fetchJson(url("/ok")));
+    expect(busy.failure).toBe("busy");
+    expect(busy.message).toContain("budget a");
+    expect(hits["/ok"] ?? 0).toBe(okBefore);
+    // Another budget, and the same key made again (a budget is its key), see their own counts.
+    await expect(egress.budget("b", 2).fetchJson(url("/ok"))).resolves.toEqual({ path: "/ok" });
+    expect((await failure(egress.budget("a", 2).fetch(url("/ok")))).failure).toBe("busy");
+    expect((await Promise.all(slow)).map((e) => e.failure)).toEqual(["timeout", "timeout"]);
+    await expect(a.fetchJson(url("/ok"))).resolves.toEqual({ path: "/ok" });
+  });
+
+  it("budgets: a budget within another counts against both, and the guard's cap bounds them all", async () => {
+    const egress = dev({ maxInFlight: 3, timeoutMs: 500 });
+    const okBefore = hits["/ok"] ?? 0;
+    const tenants = egress.budget("tenants", 2);
+    const one = tenants.within("one", 1);
+    expect(one.key).toBe("tenants/one");
+    const held = [failure(one.fetch(url("/silent")))];
+    expect((await failure(one.fetch(url("/ok")))).failure).toBe("busy");
+    held.push(failure(tenants.within("two", 1).fetch(url("/silent"))));
+    // Both tenants' shares are free, but all tenants' is spent.
+    const three = await failure(tenants.within("three", 1).fetch(url("/ok")));
+    expect(three.message).toContain("budget tenants already");
+    // A budget outside them still goes out; then the guard's own cap is reached.
+    held.push(failure(egress.budget("reserved", 5).fetch(url("/silent"))));
+    expect((await failure(egress.budget("reserved", 5).fetch(url("/ok")))).message).toContain("3 outbound requests already in flight");
+    expect(hits["/ok"] ?? 0).toBe(okBefore);
+    expect((await Promise.all(held)).map((e) => e.failure)).toEqual(["timeout", "timeout", "timeout"]);
+    await expect(tenants.within("three", 1).fetchJson(url("/ok"))).resolves.toEqual({ path: "/ok" });
+  });
+
   it("reports a refused connection as a network failure whose message is for the log", async () => {
     const closed = await localServer(json({}));
     await closed.stop();

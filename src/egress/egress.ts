@@ -60,6 +60,23 @@ export interface EgressRequestInit {
  */
 export type EgressFetch = (url: string | URL, init?: EgressRequestInit) => Promise<Response>;
 
+/**
+ * A share of the guard's outbound requests (docs/security.md, "Outbound
+ * budgets"): its requests fail fast as "busy" once `maxInFlight` of them are
+ * in flight, whatever other budgets do. A budget made `within` another counts
+ * against both, so one tenant's share is bounded and so is all tenants'.
+ */
+export interface EgressBudget {
+  /** Names the budget in the log ("idp/<org>"); budgets with one key share one count. */
+  readonly key: string;
+  readonly maxInFlight: number;
+  readonly fetch: EgressFetch;
+  /** GETs `url` and parses its 200 answer as JSON. */
+  fetchJson(url: string | URL): Promise<unknown>;
+  /** A budget inside this one, keyed `<this key>/<key>`. */
+  within(key: string, maxInFlight: number): EgressBudget;
+}
+
 /** Resolves when `work` does, or rejects with the abort reason as soon as `signal` aborts. */
 function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   if (signal.aborted) {
@@ -88,7 +105,8 @@ function describe(e: unknown): string {
  * unicast (loopback too with the development flag), then connects to
  * exactly the addresses it checked. Each request has a deadline and a
  * response size cap, redirects are refused, and only so many requests may
- * be in flight. Failures are EgressErrors whose text is for the log only.
+ * be in flight, in all and per budget (docs/security.md, "Outbound
+ * budgets"). Failures are EgressErrors whose text is for the log only.
  */
 export class Egress {
   private readonly timeoutMs: number;
@@ -98,6 +116,8 @@ export class Egress {
   private readonly resolve: Resolve;
   private readonly connect: PinnedConnect;
   private inFlight = 0;
+  /** Requests in flight per budget key; a key leaves once none of its requests is in flight. */
+  private readonly inFlightByKey = new Map<string, number>();
   /** Keyed by origin and checked addresses; a Map keeps insertion order, which serves as recency. */
   private readonly pools = new Map<string, Pool>();
   /** Pools pushed out of `pools`, still carrying requests. */
@@ -129,12 +149,48 @@ export class Egress {
     }
   }
 
-  readonly fetch: EgressFetch = async (url, init = {}) => {
+  /** fetch on no budget but the guard's own cap. */
+  readonly fetch: EgressFetch = (url, init) => this.request(url, init ?? {}, []);
+
+  /** GETs `url` and parses its 200 answer as JSON (no budget but the guard's own cap). */
+  fetchJson(url: string | URL): Promise<unknown> {
+    return getJson(this.fetch, url);
+  }
+
+  /**
+   * A budget of its own, counted with the guard's cap (which bounds every
+   * request): see EgressBudget. Budgets are made per request and cost
+   * nothing while none of their requests is in flight.
+   */
+  budget(key: string, maxInFlight: number): EgressBudget {
+    return this.budgetChain([{ key, maxInFlight }]);
+  }
+
+  private budgetChain(chain: readonly BudgetLimit[]): EgressBudget {
+    const own = chain[chain.length - 1]!;
+    const fetch: EgressFetch = (url, init) => this.request(url, init ?? {}, chain);
+    return {
+      key: own.key,
+      maxInFlight: own.maxInFlight,
+      fetch,
+      fetchJson: (url) => getJson(fetch, url),
+      within: (key, maxInFlight) => this.budgetChain([...chain, { key: `${own.key}/${key}`, maxInFlight }]),
+    };
+  }
+
+  private async request(url: string | URL, init: EgressRequestInit, budgets: readonly BudgetLimit[]): Promise<Response> {
     const target = checkUrl(url, { allowInsecure: this.opts.allowInsecure });
     const what = `${init.method ?? "GET"} ${target.url.origin}${target.url.pathname}`;
     if (this.closed) throw shuttingDown(what);
+    // The innermost budget first: the log says whose share ran out.
+    for (const b of [...budgets].reverse()) {
+      if ((this.inFlightByKey.get(b.key) ?? 0) >= b.maxInFlight) {
+        throw new EgressError("busy", `${what}: ${b.maxInFlight} outbound requests of budget ${b.key} already in flight`);
+      }
+    }
     if (this.inFlight >= this.maxInFlight) throw new EgressError("busy", `${what}: ${this.maxInFlight} outbound requests already in flight`);
     this.inFlight++;
+    for (const b of budgets) this.inFlightByKey.set(b.key, (this.inFlightByKey.get(b.key) ?? 0) + 1);
     const deadline = AbortSignal.timeout(this.timeoutMs);
     const signal = init.signal ? AbortSignal.any([init.signal, deadline]) : deadline;
     try {
@@ -146,20 +202,11 @@ export class Egress {
       throw new EgressError("network", `${what}: ${describe(e)}`, { cause: e });
     } finally {
       this.inFlight--;
-    }
-  };
-
-  /** GETs `url` and parses its 200 answer as JSON. */
-  async fetchJson(url: string | URL): Promise<unknown> {
-    const res = await this.fetch(url, { headers: { accept: "application/json" } });
-    const where = new URL(url);
-    const what = `GET ${where.origin}${where.pathname}`;
-    if (res.status !== 200) throw new EgressError("answer", `${what} answered ${res.status}`);
-    const text = await res.text();
-    try {
-      return JSON.parse(text) as unknown;
-    } catch (e) {
-      throw new EgressError("answer", `${what} did not answer JSON`, { cause: e });
+      for (const b of budgets) {
+        const left = (this.inFlightByKey.get(b.key) ?? 1) - 1;
+        if (left > 0) this.inFlightByKey.set(b.key, left);
+        else this.inFlightByKey.delete(b.key);
+      }
     }
   }
 
@@ -274,6 +321,25 @@ export class Egress {
     const headers = new Headers();
     for (const [name, value] of res.headers) if (!DROPPED_HEADERS.has(name)) headers.append(name, value);
     return new Response(NULL_BODY_STATUSES.has(res.status) ? null : body, { status: res.status, statusText: res.statusText, headers });
+  }
+}
+
+interface BudgetLimit {
+  key: string;
+  maxInFlight: number;
+}
+
+/** GETs `url` through `fetch` and parses its 200 answer as JSON. */
+async function getJson(fetch: EgressFetch, url: string | URL): Promise<unknown> {
+  const res = await fetch(url, { headers: { accept: "application/json" } });
+  const where = new URL(url);
+  const what = `GET ${where.origin}${where.pathname}`;
+  if (res.status !== 200) throw new EgressError("answer", `${what} answered ${res.status}`);
+  const text = await res.text();
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (e) {
+    throw new EgressError("answer", `${what} did not answer JSON`, { cause: e });
   }
 }
 

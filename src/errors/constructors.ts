@@ -90,6 +90,17 @@ export function quotaExceeded(subject: string, description: string): ConnectErro
 }
 
 /**
+ * RESOURCE_EXHAUSTED from a rate limit: a QuotaFailure naming the subject
+ * (`clientip:…`, `identity:…`) and `Retry-After` as metadata, which the
+ * transports turn into a header (seconds, at least one).
+ */
+export function rateLimited(subject: string, description: string, retryAfterSeconds: number): ConnectError {
+  const err = quotaExceeded(subject, description);
+  err.metadata.set("retry-after", String(Math.max(1, Math.ceil(retryAfterSeconds))));
+  return err;
+}
+
+/**
  * PERMISSION_DENIED. With `reason`, its ErrorInfo names the rule that refused
  * (e.g. GRANT_CEILING) instead of the code; the domain is filled in on the
  * way out like every other ErrorInfo.

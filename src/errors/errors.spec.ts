@@ -6,6 +6,7 @@ import {
   BadRequestSchema,
   ErrorInfoSchema,
   PreconditionFailureSchema,
+  QuotaFailureSchema,
   ResourceInfoSchema,
   file_google_rpc_error_details,
 } from "../../gen/google/rpc/error_details_pb.js";
@@ -23,6 +24,7 @@ import {
   notFound,
   outOfRange,
   permissionDenied,
+  rateLimited,
   toConnectError,
   toStatus,
   toStatusJson,
@@ -122,6 +124,15 @@ describe("constructors", () => {
     const err = unavailable("the database cannot be reached");
     expect(err.code).toBe(Code.Unavailable);
     expect(err.metadata.get("retry-after")).toBe("2");
+  });
+
+  it("rateLimited: code 8 with a QuotaFailure naming the subject and a whole number of seconds to wait, at least one", () => {
+    const err = rateLimited("clientip:192.0.2.1", "too many calls", 12.2);
+    expect(err.code).toBe(Code.ResourceExhausted);
+    expect(err.rawMessage).toBe("Resource exhausted: too many calls");
+    expect(err.findDetails(QuotaFailureSchema)[0]?.violations).toMatchObject([{ subject: "clientip:192.0.2.1", description: "too many calls" }]);
+    expect(err.metadata.get("retry-after")).toBe("13");
+    expect(rateLimited("identity:x", "too many", 0).metadata.get("retry-after")).toBe("1");
   });
 
   it("internalError: code 13 keeping the cause for the log and out of the message and details", () => {

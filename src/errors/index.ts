@@ -11,6 +11,7 @@ export {
   outOfRange,
   resourceExhausted,
   quotaExceeded,
+  rateLimited,
   unauthenticated,
   unimplemented,
   internalError,

@@ -36,7 +36,7 @@ export interface ErrorOptions {
 /** Renders any thrown value as a google.rpc.Status body with the matching HTTP status. */
 export function sendError(res: ResponseSink, thrown: unknown, opts: ErrorOptions): void {
   const err = withErrorInfo(toConnectError(thrown, opts.onInternalError), opts.domain);
-  // UNAVAILABLE says when to retry.
+  // UNAVAILABLE and a rate limit's RESOURCE_EXHAUSTED say when to retry.
   const retryAfter = err.metadata.get("retry-after");
   const headers = retryAfter ? { ...opts.headers, "retry-after": retryAfter } : opts.headers;
   sendJson(res, opts.status ?? httpStatusFromCode(err.code), toStatusJson(err), headers);

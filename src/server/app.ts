@@ -4,7 +4,7 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import type { PGlite } from "@electric-sql/pglite";
 import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
-import { OidcIssuers, SigningKeys, TokenService, bootstrapAdminToken, writeAdminToken, type MintedToken } from "../auth/index.js";
+import { ExchangeLimits, OidcIssuers, OutboundBudgets, SigningKeys, TokenService, bootstrapAdminToken, writeAdminToken, type MintedToken } from "../auth/index.js";
 import { AdminTokenRenewal } from "../auth/admin-token-renewal.js";
 import { loginRoutes } from "../auth/login/index.js";
 import { Authorizer, GRANTS_CHANGED_CHANNEL, Grants, GrantsCache } from "../authz/index.js";
@@ -211,8 +211,10 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     maxBodyBytes: MAX_MESSAGE_BYTES,
     onInternalError: (cause) => log.error({ err: cause }, "internal error in REST layer"),
   });
-  // The one egress guard: every outbound request (issuers, JWKS, upstream IdPs) goes through it.
-  const egress = new Egress({ allowInsecure: config.allowInsecureIssuers });
+  // The one egress guard: every outbound request (issuers, JWKS, upstream IdPs) goes through it, each
+  // on its budget (docs/security.md, "Outbound budgets"); its own cap is all budgets full at once.
+  const egress = new Egress({ allowInsecure: config.allowInsecureIssuers, maxInFlight: OutboundBudgets.totalInFlight(config.outbound) });
+  const budgets = new OutboundBudgets(egress, config.outbound);
   const issuers = new OidcIssuers({ egress, clock });
   const plain = plainRoutes({
     keys,
@@ -222,6 +224,8 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       db: database.db,
       tokens,
       issuers,
+      budgets,
+      limits: new ExchangeLimits({ perAddress: config.outbound.exchangesPerAddress, perIdentity: config.outbound.exchangesPerIdentity }),
       audiences: [urls.baseUrl, urls.registryAudience],
       authUrl: urls.authUrl,
       clock,
@@ -244,6 +248,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       devLogin: config.devLogin,
       admins: config.platformAdmins,
       egress,
+      budgets,
       log,
       events: ctx.events,
       grantsChanged: () => grantsCache.invalidate(),

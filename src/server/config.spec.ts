@@ -111,3 +111,36 @@ describe("PLATFORM_CORS_ORIGINS", () => {
     expect(() => parseCorsOrigins("https://App.example.com/")).toThrow(/write "https:\/\/app\.example\.com"/);
   });
 });
+
+describe("outbound budgets and token exchange rate limits", () => {
+  it("have defaults and can be set", () => {
+    expect(loadConfig({}).outbound).toEqual({
+      upstreamInFlight: 16,
+      organizationInFlight: 4,
+      organizationsInFlight: 64,
+      exchangesPerAddress: 120,
+      exchangesPerIdentity: 600,
+    });
+    const set = loadConfig({
+      PLATFORM_EGRESS_UPSTREAM_IN_FLIGHT: "8",
+      PLATFORM_EGRESS_ORG_IN_FLIGHT: "2",
+      PLATFORM_EGRESS_ORGS_IN_FLIGHT: "10",
+      PLATFORM_STS_RATE_PER_ADDRESS: "0",
+      PLATFORM_STS_RATE_PER_IDENTITY: "30",
+    }).outbound;
+    expect(set).toEqual({ upstreamInFlight: 8, organizationInFlight: 2, organizationsInFlight: 10, exchangesPerAddress: 0, exchangesPerIdentity: 30 });
+  });
+
+  it("refuses budgets of zero, non-integers, and an organization's share larger than all organizations'", () => {
+    for (const [name, raw] of [
+      ["PLATFORM_EGRESS_UPSTREAM_IN_FLIGHT", "0"],
+      ["PLATFORM_EGRESS_ORG_IN_FLIGHT", "0"],
+      ["PLATFORM_EGRESS_ORGS_IN_FLIGHT", "1.5"],
+      ["PLATFORM_STS_RATE_PER_ADDRESS", "-1"],
+      ["PLATFORM_STS_RATE_PER_IDENTITY", "lots"],
+    ] as const) {
+      expect(() => loadConfig({ [name]: raw }), name).toThrow(new RegExp(name));
+    }
+    expect(() => loadConfig({ PLATFORM_EGRESS_ORG_IN_FLIGHT: "8", PLATFORM_EGRESS_ORGS_IN_FLIGHT: "4" })).toThrow(/must not exceed PLATFORM_EGRESS_ORGS_IN_FLIGHT/);
+  });
+});

@@ -57,6 +57,21 @@ export interface Config {
     /** PLATFORM_WEBHOOK_TIMEOUT_MS: how long one delivery may take (a claim's lease is twice this, plus a second). */
     timeoutMs: number;
   };
+  /** Outbound budgets and the token exchange's rate limits (docs/security.md, "Outbound budgets"). */
+  outbound: OutboundConfig;
+}
+
+export interface OutboundConfig {
+  /** PLATFORM_EGRESS_UPSTREAM_IN_FLIGHT: the deployment's sign-in provider's requests in flight, held for it alone. */
+  upstreamInFlight: number;
+  /** PLATFORM_EGRESS_ORG_IN_FLIGHT: one organization's, for its identity providers and again for its identities' issuers. */
+  organizationInFlight: number;
+  /** PLATFORM_EGRESS_ORGS_IN_FLIGHT: all organizations' together, for identity providers and again for issuers. */
+  organizationsInFlight: number;
+  /** PLATFORM_STS_RATE_PER_ADDRESS: token exchanges per minute from one client address (an IPv6 /64); 0: no limit. */
+  exchangesPerAddress: number;
+  /** PLATFORM_STS_RATE_PER_IDENTITY: token exchanges per minute naming one identity; 0: no limit. */
+  exchangesPerIdentity: number;
 }
 
 export class ConfigError extends Error {}
@@ -176,6 +191,21 @@ function parseDuration(name: string, raw: string | undefined, fallback: number, 
   return ms;
 }
 
+function parseOutbound(env: NodeJS.ProcessEnv): OutboundConfig {
+  const perOrganization = parseInteger("PLATFORM_EGRESS_ORG_IN_FLIGHT", env["PLATFORM_EGRESS_ORG_IN_FLIGHT"], 4, 1000, 1);
+  const organizations = parseInteger("PLATFORM_EGRESS_ORGS_IN_FLIGHT", env["PLATFORM_EGRESS_ORGS_IN_FLIGHT"], 64, 10_000, 1);
+  if (perOrganization > organizations) {
+    throw new ConfigError(`PLATFORM_EGRESS_ORG_IN_FLIGHT (${perOrganization}) must not exceed PLATFORM_EGRESS_ORGS_IN_FLIGHT (${organizations})`);
+  }
+  return {
+    upstreamInFlight: parseInteger("PLATFORM_EGRESS_UPSTREAM_IN_FLIGHT", env["PLATFORM_EGRESS_UPSTREAM_IN_FLIGHT"], 16, 1000, 1),
+    organizationInFlight: perOrganization,
+    organizationsInFlight: organizations,
+    exchangesPerAddress: parseInteger("PLATFORM_STS_RATE_PER_ADDRESS", env["PLATFORM_STS_RATE_PER_ADDRESS"], 120, 1_000_000),
+    exchangesPerIdentity: parseInteger("PLATFORM_STS_RATE_PER_IDENTITY", env["PLATFORM_STS_RATE_PER_IDENTITY"], 600, 1_000_000),
+  };
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv): Config {
   const certFile = env["PLATFORM_TLS_CERT"];
   const keyFile = env["PLATFORM_TLS_KEY"];
@@ -217,6 +247,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       backoffMs: parseInteger("PLATFORM_WEBHOOK_BACKOFF_MS", env["PLATFORM_WEBHOOK_BACKOFF_MS"], 1000, 3_600_000, 10),
       timeoutMs: parseInteger("PLATFORM_WEBHOOK_TIMEOUT_MS", env["PLATFORM_WEBHOOK_TIMEOUT_MS"], 10_000, 300_000, 100),
     },
+    outbound: parseOutbound(env),
   };
 }
 

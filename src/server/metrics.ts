@@ -55,7 +55,7 @@ export class Metrics {
     });
     this.tokenExchanges = new Counter({
       name: "platform_token_exchanges_total",
-      help: "Token exchanges (/sts/exchange) by outcome: issued, refused (401) or invalid (400).",
+      help: "Token exchanges (/sts/exchange) by outcome: issued, refused (401), invalid (400) or limited (429: a rate limit or the organization's outbound budget).",
       labelNames: ["outcome"],
       registers: [this.registry],
     });
@@ -106,7 +106,7 @@ export class Metrics {
     this.grantsLookups.inc({ result: hit ? "hit" : "miss" });
   }
 
-  tokenExchange(outcome: "issued" | "refused" | "invalid"): void {
+  tokenExchange(outcome: "issued" | "refused" | "invalid" | "limited"): void {
     this.tokenExchanges.inc({ outcome });
   }
 }

@@ -84,9 +84,11 @@ export function plainRoutes(deps: PlainRouteDeps): (req: Req, res: Res) => Promi
               audience: url.searchParams.get("aud") ?? "",
               identityUid: url.searchParams.get("identity") ?? "",
               oidcToken: bearerToken(req.headers["authorization"] ?? null),
+              clientAddress: req.socket.remoteAddress,
             });
           } catch (e) {
-            deps.metrics.tokenExchange(e instanceof ConnectError && e.code === Code.InvalidArgument ? "invalid" : "refused");
+            const code = e instanceof ConnectError ? e.code : undefined;
+            deps.metrics.tokenExchange(code === Code.InvalidArgument ? "invalid" : code === Code.ResourceExhausted ? "limited" : "refused");
             throw e;
           }
           deps.metrics.tokenExchange("issued");

@@ -10,6 +10,9 @@ import type { TestServer } from "../support/server.js";
 import { sharedServerAsAdmin } from "../support/shared-server.js";
 
 const GITHUB = "https://token.actions.githubusercontent.com";
+/** What an issuer pattern that leaves the scheme, host or port open is told (docs/security.md, "What the exchange checks"). */
+const ISSUER_PATTERN_OPEN =
+  "must fix the scheme, host and port: start with them as literal text, then / or nothing more (e.g. https://token\\.actions\\.githubusercontent\\.com/.*)";
 
 let server: TestServer;
 let call: RestClient;
@@ -69,6 +72,9 @@ describe("identities over REST", () => {
     ["a long description", { name: "n", description: "x".repeat(4097) }, "description", "must be at most 4096 characters"],
     ["a subject pattern that does not compile", { name: "n", claimMatch: { subjectPattern: "repo:(acme" } }, "claim_match.subject_pattern", undefined],
     ["an issuer pattern that does not compile", { name: "n", claimMatch: { issuerPattern: "[z-a]" } }, "claim_match.issuer_pattern", undefined],
+    ["an issuer pattern open to any host", { name: "n", claimMatch: { issuerPattern: "https://.*" } }, "claim_match.issuer_pattern", ISSUER_PATTERN_OPEN],
+    ["an issuer pattern whose host varies", { name: "n", claimMatch: { issuerPattern: "https://[a-z]+\\.example\\.com/.*" } }, "claim_match.issuer_pattern", ISSUER_PATTERN_OPEN],
+    ["an issuer pattern whose host could go on", { name: "n", claimMatch: { issuerPattern: "https://idp\\.example\\.com.*" } }, "claim_match.issuer_pattern", ISSUER_PATTERN_OPEN],
     ["a pattern that would escape the anchors", { name: "n", claimMatch: { subjectPattern: "a)|(b" } }, "claim_match.subject_pattern", undefined],
     ["a long pattern", { name: "n", claimMatch: { subjectPattern: "a".repeat(513) } }, "claim_match.subject_pattern", "must be at most 512 characters"],
     ["a long issuer", { name: "n", claimMatch: { issuer: "a".repeat(1025) } }, "claim_match.issuer", "must be at most 1024 characters"],
@@ -114,6 +120,7 @@ describe("identities over REST", () => {
     expectInvalid(await call("PATCH", `${path}?updateMask=last_seen_time`, {}), "update_mask");
     expectInvalid(await call("PATCH", path, { name: "" }), "name");
     expectInvalid(await call("PATCH", path, { claimMatch: { issuerPattern: "(" } }), "claim_match.issuer_pattern");
+    expect(expectInvalid(await call("PATCH", path, { claimMatch: { issuerPattern: "https://.*" } }), "claim_match.issuer_pattern")).toBe(ISSUER_PATTERN_OPEN);
     expect(await ok(call("GET", path))).toEqual(masked);
     expect((await call("PATCH", `/iam/v2beta1/identities/${uidOf(org)}/0000000000000000`, { name: "x" })).status).toBe(404);
   });

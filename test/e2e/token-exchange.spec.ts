@@ -91,7 +91,8 @@ describe("token exchange (/sts/exchange)", () => {
   });
 
   it("matches anchored subject and issuer patterns", async () => {
-    const byPattern = await makeIdentity({ claimIssuerPattern: "http://127\\.0\\.0\\.1:\\d+", claimSubjectPattern: "workload-[ab]" });
+    const port = new URL(provider.issuer).port;
+    const byPattern = await makeIdentity({ claimIssuerPattern: `http://127\\.0\\.0\\.1:${port}`, claimSubjectPattern: "workload-[ab]" });
     expect((await exchange(byPattern, await provider.workloadToken("workload-b", server.app.urls.authUrl))).status).toBe(200);
     const unanchored = await makeIdentity({ claimIssuer: provider.issuer, claimSubjectPattern: "workload" });
     expect((await exchange(unanchored, await provider.workloadToken("workload-a", server.app.urls.authUrl))).body).toMatchObject(REJECTED);
@@ -132,11 +133,23 @@ describe("token exchange (/sts/exchange)", () => {
     expect(provider.requests()).toBe(before);
   });
 
+  it("a stored issuer pattern that leaves the host open allows nothing: 401, and no issuer is contacted", async () => {
+    // Written before patterns had to fix scheme and host; the API refuses these now (identities.spec.ts).
+    const token = await provider.workloadToken("workload-a", server.app.urls.authUrl);
+    const before = provider.requests();
+    for (const pattern of ["http://127\\.0\\.0\\.1:\\d+", "http://.*", "(a+)+"]) {
+      const identity = await makeIdentity({ claimIssuerPattern: pattern, claimSubject: "workload-a" });
+      expect((await exchange(identity, token)).body, pattern).toMatchObject(REJECTED);
+    }
+    expect(provider.requests()).toBe(before);
+  });
+
   it("matches patterns in linear time: (a+)+ against a hostile iss does not stall the server", async () => {
-    const identity = await makeIdentity({ claimIssuerPattern: "(a+)+", claimSubject: "x" });
+    const identity = await makeIdentity({ claimIssuerPattern: "http://127\\.0\\.0\\.1:1/(a+)+", claimSubject: "x" });
     const unsigned = (iss: string) =>
       `${Buffer.from('{"alg":"RS256","typ":"JWT"}').toString("base64url")}.${Buffer.from(JSON.stringify({ iss, sub: "x" })).toString("base64url")}.c2ln`;
-    for (const iss of [`${"a".repeat(34)}!`, `${"a".repeat(10_000)}!`, `${"a".repeat(2000)}!`]) {
+    for (const path of [`${"a".repeat(34)}!`, `${"a".repeat(10_000)}!`, `${"a".repeat(2000)}!`]) {
+      const iss = `http://127.0.0.1:1/${path}`;
       const started = performance.now();
       const [res, health] = await Promise.all([exchange(identity, unsigned(iss)), fetch(`${server.url}/healthz`)]);
       expect(res.status).toBe(401);

@@ -250,7 +250,7 @@ async function insertChildGroups(org: string, n: number, description = ""): Prom
 }
 
 describe("identities in v1", () => {
-  const claims = { issuer: "https://issuer.example", subject: "repo:a/b", issuerPattern: "https://.*", subjectPattern: "repo:.*", audience: "api", audiencePattern: "" };
+  const claims = { issuer: "https://issuer.example", subject: "repo:a/b", issuerPattern: "https://issuer\\.example/.*", subjectPattern: "repo:.*", audience: "api", audiencePattern: "" };
 
   it("agree with v2 both ways, field by field", async () => {
     const org = await newOrg();

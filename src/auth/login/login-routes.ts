@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import type { SecretBox } from "../../crypto/index.js";
 import { UID_SHAPES, type Database } from "../../db/index.js";
 import type { Egress } from "../../egress/index.js";
+import type { OutboundBudgets } from "../outbound-budgets.js";
 import type { TokenService } from "../tokens.js";
 import { callbackWithError, callbackWithToken, loopbackCallback } from "./cli-redirect.js";
 import { devPerson, devSignInPage } from "./dev-provider.js";
@@ -41,6 +42,8 @@ export interface LoginDeps {
   admins: PlatformAdmins;
   /** The egress guard every request to an upstream provider goes through. */
   egress: Egress;
+  /** Its budgets: the deployment's sign-in, and each organization's identity providers. */
+  budgets: OutboundBudgets;
   log: Logger;
   /** Records each sign-in in the audit log. */
   events: EventRecorder;
@@ -106,7 +109,7 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
   const redirectUri = `${deps.authUrl}/oauth/callback`;
   const devPath = `${prefix}/oauth/dev`;
   const states = new LoginStates(deps.db, deps.secrets, deps.clock, deps.authUrl);
-  const upstreams = new Upstreams({ db: deps.db, secrets: deps.secrets, global: deps.upstream, egress: deps.egress, redirectUri, clock: deps.clock });
+  const upstreams = new Upstreams({ db: deps.db, secrets: deps.secrets, global: deps.upstream, egress: deps.egress, budgets: deps.budgets, redirectUri, clock: deps.clock });
   const signInDeps: SignInDeps = { db: deps.db, tokens: deps.tokens, audience: deps.baseUrl, clock: deps.clock, admins: deps.admins, events: deps.events, grantsChanged: deps.grantsChanged };
 
   // The description is what the person sees; the cause (which may name internal hosts and ports) goes to the log only.

@@ -4,7 +4,8 @@ import { LRUCache } from "lru-cache";
 import * as client from "openid-client";
 import type { SecretBox } from "../../crypto/index.js";
 import { schema, type Database } from "../../db/index.js";
-import type { Egress } from "../../egress/index.js";
+import { budgetSpent, type Egress, type EgressBudget } from "../../egress/index.js";
+import type { OutboundBudgets } from "../outbound-budgets.js";
 import { openClientSecret } from "../../services/iam/identity-provider-secret.js";
 import { LoginError } from "./login-error.js";
 import type { PendingLogin } from "./login-state.js";
@@ -13,6 +14,8 @@ const TIMEOUT_SECONDS = 5;
 /** Discovery documents (and the JWKS openid-client keeps with them) are reused this long. */
 const CONFIG_TTL_MS = 10 * 60 * 1000;
 const MAX_CACHED_CONFIGS = 1000;
+/** A provider whose discovery failed is answered from memory this long, without going out (docs/security.md, "Outbound budgets"). */
+export const PROVIDER_FAILURE_TTL_MS = 30 * 1000;
 
 /** An upstream OpenID Connect provider people sign in with. */
 export interface UpstreamProvider {
@@ -56,6 +59,8 @@ function claimString(claims: Record<string, unknown>, name: string): string {
 export class Upstreams {
   private readonly configs: LRUCache<string, client.Configuration>;
   private readonly inflight = new Map<string, Promise<client.Configuration>>();
+  /** Discovery failures, by the same key as `configs`. */
+  private readonly failures: LRUCache<string, LoginError>;
 
   constructor(
     private readonly opts: {
@@ -65,6 +70,8 @@ export class Upstreams {
       global: { issuer: string; clientId: string; clientSecret: string; scopes: string[] } | undefined;
       /** Every request to a provider (discovery, token, userinfo, JWKS) goes through the egress guard. */
       egress: Egress;
+      /** On the deployment's sign-in budget, or on the budget of the organization whose provider it is. */
+      budgets: Pick<OutboundBudgets, "deploymentSignIn" | "identityProviders">;
       /** `{auth_url}/oauth/callback`. */
       redirectUri: string;
       clock: () => Date;
@@ -74,6 +81,12 @@ export class Upstreams {
       max: MAX_CACHED_CONFIGS,
       ttl: CONFIG_TTL_MS,
       // The injected clock decides expiry, read at every lookup.
+      perf: { now: () => opts.clock().getTime() },
+      ttlResolution: 0,
+    });
+    this.failures = new LRUCache<string, LoginError>({
+      max: MAX_CACHED_CONFIGS,
+      ttl: PROVIDER_FAILURE_TTL_MS,
       perf: { now: () => opts.clock().getTime() },
       ttlResolution: 0,
     });
@@ -162,14 +175,32 @@ export class Upstreams {
     };
   }
 
+  /** The outbound budget `provider`'s requests spend (docs/security.md, "Outbound budgets"). */
+  private budgetOf(provider: UpstreamProvider): EgressBudget {
+    return provider.idp ? this.opts.budgets.identityProviders(provider.idp.groupUid) : this.opts.budgets.deploymentSignIn();
+  }
+
   private async configuration(provider: UpstreamProvider): Promise<client.Configuration> {
     const secretHash = createHash("sha256").update(provider.clientSecret).digest("base64url");
-    const key = JSON.stringify([provider.issuer, provider.clientId, secretHash]);
+    const budget = this.budgetOf(provider);
+    // The configuration keeps the budget its later requests (token, userinfo, JWKS) spend: one per budget.
+    const key = JSON.stringify([provider.issuer, provider.clientId, secretHash, budget.key]);
     const cached = this.configs.get(key);
     if (cached) return cached;
+    const failed = this.failures.get(key);
+    if (failed) {
+      const cause = new Error(`discovery failed within the last ${PROVIDER_FAILURE_TTL_MS / 1000} s; not contacted again yet`, { cause: failed });
+      throw new LoginError(failed.code, failed.description, { cause });
+    }
     let pending = this.inflight.get(key);
     if (!pending) {
-      pending = this.discover(provider).finally(() => this.inflight.delete(key));
+      pending = this.discover(provider, budget)
+        .catch((e: unknown) => {
+          // A spent budget says nothing about the provider: the next sign-in may try it.
+          if (e instanceof LoginError && !budgetSpent(e)) this.failures.set(key, e);
+          throw e;
+        })
+        .finally(() => this.inflight.delete(key));
       this.inflight.set(key, pending);
     }
     const config = await pending;
@@ -177,7 +208,7 @@ export class Upstreams {
     return config;
   }
 
-  private async discover(provider: UpstreamProvider): Promise<client.Configuration> {
+  private async discover(provider: UpstreamProvider, budget: EgressBudget): Promise<client.Configuration> {
     if (!this.opts.egress.permits(provider.issuer)) throw new LoginError("upstream_error", "the identity provider's issuer may not be contacted");
     const insecure = new URL(provider.issuer).protocol === "http:";
     const execute = insecure ? [client.allowInsecureRequests] : [];
@@ -186,7 +217,7 @@ export class Upstreams {
       discovered = await client.discovery(new URL(provider.issuer), provider.clientId, undefined, undefined, {
         timeout: TIMEOUT_SECONDS,
         execute,
-        [client.customFetch]: this.opts.egress.fetch,
+        [client.customFetch]: budget.fetch,
       });
     } catch (e) {
       throw new LoginError("upstream_error", "the identity provider could not be reached", { cause: e });
@@ -206,7 +237,7 @@ export class Upstreams {
         : client.ClientSecretPost(provider.clientSecret);
     const config = new client.Configuration(metadata, provider.clientId, undefined, auth);
     config.timeout = TIMEOUT_SECONDS;
-    config[client.customFetch] = this.opts.egress.fetch;
+    config[client.customFetch] = budget.fetch;
     for (const apply of execute) apply(config);
     return config;
   }

@@ -11,6 +11,7 @@ import {
 } from "../../../gen/platform/iam/v2beta1/identities_pb.js";
 import { assertWithinCeiling, callerGrants, Grants } from "../../authz/index.js";
 import { newChildUid, parentOf, schema, type Executor } from "../../db/index.js";
+import { issuerPatternOrigin } from "../../auth/claim-pattern.js";
 import { invalidArgument } from "../../errors/index.js";
 import type { ExtraFilters } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
@@ -33,6 +34,13 @@ function validateClaimMatch(c: ClaimMatch): void {
   }
   // Stored as given; matching is always against the whole claim.
   checkPattern(c.issuerPattern, "claim_match.issuer_pattern", MAX_PATTERN_LENGTH);
+  // The exchange contacts the issuer a token names: the pattern must fix where that is.
+  if (c.issuerPattern && !issuerPatternOrigin(c.issuerPattern)) {
+    throw invalidArgument(
+      "claim_match.issuer_pattern",
+      "must fix the scheme, host and port: start with them as literal text, then / or nothing more (e.g. https://token\\.actions\\.githubusercontent\\.com/.*)",
+    );
+  }
   checkPattern(c.subjectPattern, "claim_match.subject_pattern", MAX_PATTERN_LENGTH);
   checkPattern(c.audiencePattern, "claim_match.audience_pattern", MAX_PATTERN_LENGTH);
 }
