@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { migratedStorePerFile } from "../../test/support/fresh-store.js";
 import { type Database, type DatabaseHandle } from "../db/index.js";
-import { EventHub, type LiveEvents } from "./hub.js";
+import { EventHub, type LiveBatch, type LiveEvents } from "./hub.js";
 
 // The watchers' hub (docs/design.md, "Watching"): what it hands out when seqs become visible out of order.
 
@@ -17,14 +17,26 @@ async function commit(seq: number): Promise<void> {
 }
 
 /** The next batch the watcher gets, waking the hub until it comes. */
-async function next(hub: EventHub, live: AsyncIterator<number[]>): Promise<number[]> {
+async function nextBatch(hub: EventHub, live: AsyncIterator<LiveBatch>): Promise<LiveBatch> {
   const batch = live.next();
   for (let i = 0; i < 100; i++) {
     hub.wake();
     const got = await Promise.race([batch, new Promise<undefined>((r) => setTimeout(() => r(undefined), 10))]);
-    if (got) return got.value as number[];
+    if (got) return got.value as LiveBatch;
   }
   throw new Error("no batch");
+}
+
+/** The seqs of the next batch the watcher gets. */
+const next = async (hub: EventHub, live: AsyncIterator<LiveBatch>) => (await nextBatch(hub, live)).seqs;
+
+/**
+ * A database whose first statement (subscribe()'s max(seq), through `execute`) answers seq 0 and
+ * whose every later one is a look (a select) that `look` answers.
+ */
+function fakeDb(look: () => Promise<unknown[]>): Database {
+  const chain = { from: () => chain, where: () => chain, orderBy: () => chain, limit: look };
+  return { execute: async () => [{ seq: 0 }], select: () => chain } as unknown as Database;
 }
 
 describe("EventHub", () => {
@@ -52,9 +64,8 @@ describe("EventHub", () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     let lookups = 0;
-    // The first statement is subscribe()'s max(seq); every later one is a lookup, held at the gate.
-    let statements = 0;
-    const db = { execute: async () => (statements++ === 0 ? [{ seq: 0 }] : (lookups++, await gate, [])) } as unknown as Database;
+    // Every look is held at the gate.
+    const db = fakeDb(async () => (lookups++, await gate, []));
     const hub = new EventHub({ db, pollMs: 60_000, onError: (e) => { throw e; } });
     const live = await hub.subscribe(new AbortController().signal);
     hub.wake();
@@ -72,16 +83,11 @@ describe("EventHub", () => {
   it("after a failed look ignores wake-ups for a while (the database is away), and looks at once when resumed", async () => {
     let looks = 0;
     let failing = true;
-    let statements = 0;
-    // The first statement is subscribe()'s max(seq); every later one is a look.
-    const db = {
-      execute: async () => {
-        if (statements++ === 0) return [{ seq: 0 }];
-        looks++;
-        if (failing) throw new Error("database away");
-        return [];
-      },
-    } as unknown as Database;
+    const db = fakeDb(async () => {
+      looks++;
+      if (failing) throw new Error("database away");
+      return [];
+    });
     const errors: unknown[] = [];
     const hub = new EventHub({ db, pollMs: 60_000, onError: (e) => errors.push(e) });
     await hub.subscribe(new AbortController().signal);
@@ -108,17 +114,13 @@ describe("EventHub", () => {
 
   it("does not pause after a look that failed while resume() was told the database is back", async () => {
     let looks = 0;
-    let statements = 0;
     let failFirst!: () => void;
-    const db = {
-      execute: async () => {
-        if (statements++ === 0) return [{ seq: 0 }];
-        looks++;
-        // The first look is under way when the LISTEN comes back, and then fails.
-        if (looks === 1) await new Promise<void>((resolve) => (failFirst = resolve)).then(() => Promise.reject(new Error("database away")));
-        return [];
-      },
-    } as unknown as Database;
+    const db = fakeDb(async () => {
+      looks++;
+      // The first look is under way when the LISTEN comes back, and then fails.
+      if (looks === 1) await new Promise<void>((resolve) => (failFirst = resolve)).then(() => Promise.reject(new Error("database away")));
+      return [];
+    });
     const hub = new EventHub({ db, pollMs: 60_000, onError: () => {} });
     await hub.subscribe(new AbortController().signal);
     hub.wake();
