@@ -198,8 +198,10 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
   }
 
   /**
-   * The next page of the replay: the matching events after seq `after` that the caller may see.
-   * TODO replace below
+   * The next page of the replay: the matching events after seq `after` that the caller may see,
+   * REPLAY_PAGE at most. The caller's groups are ranges of events_parent_uid_idx, so the planner
+   * reads their events only (a bitmap of that index) rather than every organization's after `after`,
+   * or, when `after` is recent, the few events after it (docs/design.md, "Watching").
    */
   async function replayPage(where: SQL[], visibility: ListVisibility, after: number): Promise<EventRow[]> {
     const visible = visibilityCondition(eventsSource, visibility);
