@@ -9,11 +9,11 @@ import { EventHub, type LiveBatch, type LiveEvents } from "./hub.js";
 let handle: DatabaseHandle;
 migratedStorePerFile((h) => (handle = h));
 
-/** An event row with the seq given, as if its transaction committed now. */
-async function commit(seq: number): Promise<void> {
+/** An event row with the seq given (held by `group`), as if its transaction committed now. */
+async function commit(seq: number, group: string | null = null): Promise<void> {
   await handle.db.execute(sql`
     insert into events (uid, seq, type, source, subject, actor, parent_uid, time, data)
-    values (${`e${seq}`}, ${seq}, 'platform.test.thing.created.v1', 'https://test', 's', '', null, now(), '{}')`);
+    values (${`e${seq}`}, ${seq}, 'platform.test.thing.created.v1', 'https://test', 's', '', ${group}, now(), '{}')`);
 }
 
 /** The next batch the watcher gets, waking the hub until it comes. */
@@ -57,6 +57,32 @@ describe("EventHub", () => {
     abort.abort();
     expect(await it.next()).toEqual({ done: true, value: undefined });
     expect(hub.size).toBe(0);
+    await hub.close();
+  });
+
+  it("reads a batch once for all its watchers, and hands each the rows its filter accepts with the seqs of all", async () => {
+    let looks = 0;
+    const db = new Proxy(handle.db, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        if (prop !== "select" || typeof value !== "function") return value;
+        return (...args: unknown[]) => (looks++, (value as (...a: unknown[]) => unknown).apply(target, args));
+      },
+    });
+    const hub = new EventHub({ db, pollMs: 60_000, onError: (e) => { throw e; } });
+    const abort = new AbortController();
+    const ofGroup = (g: string) => hub.subscribe(abort.signal, (row) => row.parentUid === g);
+    const watchers = [await ofGroup("a"), await ofGroup("b"), await ofGroup("c"), await hub.subscribe(abort.signal)].map((w) => w[Symbol.asyncIterator]());
+    await commit(20, "a");
+    await commit(21, "b");
+    await commit(22, "a");
+    // One wake-up: the three are committed, one look finds them all.
+    hub.wake();
+    const batches = await Promise.all(watchers.map((w) => w.next().then((r) => r.value as LiveBatch)));
+    expect(batches.map((b) => b.seqs)).toEqual(batches.map(() => [20, 21, 22]));
+    expect(batches.map((b) => b.rows.map((r) => r.uid))).toEqual([["e20", "e22"], ["e21"], [], ["e20", "e21", "e22"]]);
+    expect(looks).toBe(1);
+    abort.abort();
     await hub.close();
   });
 
