@@ -15,7 +15,7 @@ import { EventHub } from "../../events/index.js";
 import { ListEngine, scopeMatcher, visibilityCondition, visibilityMatcher, type ListVisibility, type UidpFilter } from "../../list/index.js";
 import { scopeConditions } from "../../list/scope.js";
 import type { ServiceContext } from "../context.js";
-import { eventsService, eventsSource } from "./events.js";
+import { eventFilters, eventMatcher, eventsService, eventsSource } from "./events.js";
 import { DEFAULT_EVENT_STREAM_LIMITS } from "./streams.js";
 
 // WatchEvents against the service itself (docs/design.md, "Watching"): what each stream costs.
@@ -194,7 +194,7 @@ describe("WatchEvents", () => {
     await Promise.all([...open, again].map((w) => w.stop()));
   });
 
-  it("matches live events in memory exactly as its SQL selects them, for every scope filter and visibility", async () => {
+  it("matches live events in memory exactly as its SQL selects them, for every scope filter, visibility and field filter", async () => {
     const groups = [null, "orgm", "orgm/a", "orgm/a/b", "orgm/ab", "orgm/a0", "orgm/b", "orgn", "orgn/a", "orgm0", "orgm-x"];
     const uids: string[] = [];
     for (const g of groups) uids.push(await commit(g));
@@ -212,17 +212,32 @@ describe("WatchEvents", () => {
       { inRoot: "orgm", ids: [uids[2]!, uids[7]!] },
     ];
     const visibilities: ListVisibility[] = [{ all: true }, { all: false, roots: ["orgm"] }, { all: false, roots: ["orgm/a", "orgn"] }, { all: false, roots: ["orgm/b"] }];
+    const ours = sql`${schema.events.uid} in (${sql.join(uids.map((u) => sql`${u}`), sql`, `)})`;
+    const rows = await handle.db.select().from(schema.events).where(ours).orderBy(asc(schema.events.seq));
     for (const f of filters) {
       const uidp = create(UIDPFilterSchema, f) as UidpFilter;
       for (const v of visibilities) {
-        const where = and(sql`${schema.events.uid} in (${sql.join(uids.map((u) => sql`${u}`), sql`, `)})`, ...scopeConditions(eventsSource, uidp), visibilityCondition(eventsSource, v));
+        const where = and(ours, ...scopeConditions(eventsSource, uidp), visibilityCondition(eventsSource, v));
         const inSql = (await handle.db.select({ uid: schema.events.uid }).from(schema.events).where(where).orderBy(asc(schema.events.seq))).map((r) => r.uid);
-        const rows = await handle.db.select().from(schema.events).where(sql`${schema.events.uid} in (${sql.join(uids.map((u) => sql`${u}`), sql`, `)})`).orderBy(asc(schema.events.seq));
         const inScope = scopeMatcher(uidp);
         const visible = visibilityMatcher(v);
         const inMemory = rows.filter((r) => inScope(r) && visible(r)).map((r) => r.uid);
         expect(inMemory, `${JSON.stringify(f)} seen as ${JSON.stringify(v)}`).toEqual(inSql);
       }
+    }
+    const fields: Parameters<typeof eventMatcher>[0][] = [
+      { type: "platform.test.b.v1", typePrefix: "", subject: "", actor: "" },
+      { type: "", typePrefix: "platform.test.", subject: "", actor: "" },
+      { type: "", typePrefix: "platform.test.b", subject: "", actor: "" },
+      { type: "", typePrefix: "", subject: `s${seq}`, actor: "" },
+      { type: "", typePrefix: "", subject: "", actor: "someone" },
+    ];
+    // Two more types beside the one of the rows above.
+    uids.push(await commit("orgm", "platform.test.b.v1"), await commit("orgm", "platform.test.bc.v1"));
+    const all = await handle.db.select().from(schema.events).where(ours).orderBy(asc(schema.events.seq));
+    for (const f of fields) {
+      const inSql = (await handle.db.select({ uid: schema.events.uid }).from(schema.events).where(and(ours, ...eventFilters(f).where)).orderBy(asc(schema.events.seq))).map((r) => r.uid);
+      expect(all.filter(eventMatcher(f)).map((r) => r.uid), JSON.stringify(f)).toEqual(inSql);
     }
   });
 });

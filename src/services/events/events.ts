@@ -80,6 +80,15 @@ export function eventFilters(req: EventFilterFields): ExtraFilters {
   };
 }
 
+/** In memory, what eventFilters selects in SQL apart from time (which WatchEvents has not): for events as they arrive. */
+export function eventMatcher(req: Pick<ListEventsRequest, "type" | "typePrefix" | "subject" | "actor">): (row: EventRow) => boolean {
+  return (row) =>
+    (!req.type || row.type === req.type) &&
+    (!req.typePrefix || row.type.startsWith(req.typePrefix)) &&
+    (!req.subject || row.subject === req.subject) &&
+    (!req.actor || row.actor === req.actor);
+}
+
 /** What a watch matches apart from the caller's visibility, which is checked again as it runs: in SQL (its replay) and in memory (live events). */
 function watchFilters(req: WatchEventsRequest, context: HandlerContext): { where: SQL[]; accepts: (row: HubEvent) => boolean } {
   // The pipeline checks unary requests; a streaming method's request reaches the handler unchecked.
@@ -88,13 +97,8 @@ function watchFilters(req: WatchEventsRequest, context: HandlerContext): { where
   // Both validate: what reaches the matchers below is well-formed.
   const where = [...scopeConditions(eventsSource, uidp), ...eventFilters(req).where];
   const inScope = scopeMatcher(uidp);
-  const accepts = (row: HubEvent) =>
-    (!req.type || row.type === req.type) &&
-    (!req.typePrefix || row.type.startsWith(req.typePrefix)) &&
-    (!req.subject || row.subject === req.subject) &&
-    (!req.actor || row.actor === req.actor) &&
-    inScope(row);
-  return { where, accepts };
+  const matches = eventMatcher(req);
+  return { where, accepts: (row) => matches(row) && inScope(row) };
 }
 
 /** A timer never waits longer than this (Node's limit); a later expiry is waited for in steps. */
