@@ -2,29 +2,41 @@ import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { migratedStorePerFile } from "../../test/support/fresh-store.js";
 import { type Database, type DatabaseHandle } from "../db/index.js";
-import { EventHub, type LiveEvents } from "./hub.js";
+import { EventHub, type LiveBatch, type LiveEvents } from "./hub.js";
 
 // The watchers' hub (docs/design.md, "Watching"): what it hands out when seqs become visible out of order.
 
 let handle: DatabaseHandle;
 migratedStorePerFile((h) => (handle = h));
 
-/** An event row with the seq given, as if its transaction committed now. */
-async function commit(seq: number): Promise<void> {
+/** An event row with the seq given (held by `group`), as if its transaction committed now. */
+async function commit(seq: number, group: string | null = null): Promise<void> {
   await handle.db.execute(sql`
     insert into events (uid, seq, type, source, subject, actor, parent_uid, time, data)
-    values (${`e${seq}`}, ${seq}, 'platform.test.thing.created.v1', 'https://test', 's', '', null, now(), '{}')`);
+    values (${`e${seq}`}, ${seq}, 'platform.test.thing.created.v1', 'https://test', 's', '', ${group}, now(), '{}')`);
 }
 
 /** The next batch the watcher gets, waking the hub until it comes. */
-async function next(hub: EventHub, live: AsyncIterator<number[]>): Promise<number[]> {
+async function nextBatch(hub: EventHub, live: AsyncIterator<LiveBatch>): Promise<LiveBatch> {
   const batch = live.next();
   for (let i = 0; i < 100; i++) {
     hub.wake();
     const got = await Promise.race([batch, new Promise<undefined>((r) => setTimeout(() => r(undefined), 10))]);
-    if (got) return got.value as number[];
+    if (got) return got.value as LiveBatch;
   }
   throw new Error("no batch");
+}
+
+/** The seqs of the next batch the watcher gets. */
+const next = async (hub: EventHub, live: AsyncIterator<LiveBatch>) => (await nextBatch(hub, live)).seqs;
+
+/**
+ * A database whose first statement (subscribe()'s max(seq), through `execute`) answers seq 0 and
+ * whose every later one is a look (a select) that `look` answers.
+ */
+function fakeDb(look: () => Promise<unknown[]>): Database {
+  const chain = { from: () => chain, where: () => chain, orderBy: () => chain, limit: look };
+  return { execute: async () => [{ seq: 0 }], select: () => chain } as unknown as Database;
 }
 
 describe("EventHub", () => {
@@ -48,13 +60,38 @@ describe("EventHub", () => {
     await hub.close();
   });
 
+  it("reads a batch once for all its watchers, and hands each the rows its filter accepts with the seqs of all", async () => {
+    let looks = 0;
+    const db = new Proxy(handle.db, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        if (prop !== "select" || typeof value !== "function") return value;
+        return (...args: unknown[]) => (looks++, (value as (...a: unknown[]) => unknown).apply(target, args));
+      },
+    });
+    const hub = new EventHub({ db, pollMs: 60_000, onError: (e) => { throw e; } });
+    const abort = new AbortController();
+    const ofGroup = (g: string) => hub.subscribe(abort.signal, (row) => row.parentUid === g);
+    const watchers = [await ofGroup("a"), await ofGroup("b"), await ofGroup("c"), await hub.subscribe(abort.signal)].map((w) => w[Symbol.asyncIterator]());
+    await commit(20, "a");
+    await commit(21, "b");
+    await commit(22, "a");
+    // One wake-up: the three are committed, one look finds them all.
+    hub.wake();
+    const batches = await Promise.all(watchers.map((w) => w.next().then((r) => r.value as LiveBatch)));
+    expect(batches.map((b) => b.seqs)).toEqual(batches.map(() => [20, 21, 22]));
+    expect(batches.map((b) => b.rows.map((r) => r.uid))).toEqual([["e20", "e22"], ["e21"], [], ["e20", "e21", "e22"]]);
+    expect(looks).toBe(1);
+    abort.abort();
+    await hub.close();
+  });
+
   it("close() ends every stream and waits for a lookup under way, so nothing queries once the server closes its database", async () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     let lookups = 0;
-    // The first statement is subscribe()'s max(seq); every later one is a lookup, held at the gate.
-    let statements = 0;
-    const db = { execute: async () => (statements++ === 0 ? [{ seq: 0 }] : (lookups++, await gate, [])) } as unknown as Database;
+    // Every look is held at the gate.
+    const db = fakeDb(async () => (lookups++, await gate, []));
     const hub = new EventHub({ db, pollMs: 60_000, onError: (e) => { throw e; } });
     const live = await hub.subscribe(new AbortController().signal);
     hub.wake();
@@ -72,16 +109,11 @@ describe("EventHub", () => {
   it("after a failed look ignores wake-ups for a while (the database is away), and looks at once when resumed", async () => {
     let looks = 0;
     let failing = true;
-    let statements = 0;
-    // The first statement is subscribe()'s max(seq); every later one is a look.
-    const db = {
-      execute: async () => {
-        if (statements++ === 0) return [{ seq: 0 }];
-        looks++;
-        if (failing) throw new Error("database away");
-        return [];
-      },
-    } as unknown as Database;
+    const db = fakeDb(async () => {
+      looks++;
+      if (failing) throw new Error("database away");
+      return [];
+    });
     const errors: unknown[] = [];
     const hub = new EventHub({ db, pollMs: 60_000, onError: (e) => errors.push(e) });
     await hub.subscribe(new AbortController().signal);
@@ -108,17 +140,13 @@ describe("EventHub", () => {
 
   it("does not pause after a look that failed while resume() was told the database is back", async () => {
     let looks = 0;
-    let statements = 0;
     let failFirst!: () => void;
-    const db = {
-      execute: async () => {
-        if (statements++ === 0) return [{ seq: 0 }];
-        looks++;
-        // The first look is under way when the LISTEN comes back, and then fails.
-        if (looks === 1) await new Promise<void>((resolve) => (failFirst = resolve)).then(() => Promise.reject(new Error("database away")));
-        return [];
-      },
-    } as unknown as Database;
+    const db = fakeDb(async () => {
+      looks++;
+      // The first look is under way when the LISTEN comes back, and then fails.
+      if (looks === 1) await new Promise<void>((resolve) => (failFirst = resolve)).then(() => Promise.reject(new Error("database away")));
+      return [];
+    });
     const hub = new EventHub({ db, pollMs: 60_000, onError: () => {} });
     await hub.subscribe(new AbortController().signal);
     hub.wake();

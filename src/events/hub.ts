@@ -1,7 +1,11 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { sql } from "drizzle-orm";
-import { queryRows, type Executor } from "../db/index.js";
+import { asc, gt, inArray, or, sql } from "drizzle-orm";
+import { queryRows, schema, type Executor } from "../db/index.js";
 import { failurePauseMs } from "./failure-pause.js";
+
+const { events } = schema;
+/** An event as the hub reads it: the whole row, read once per batch for every watcher of the replica. */
+export type HubEvent = typeof events.$inferSelect;
 
 /**
  * The NOTIFY channel that says "events were recorded" (docs/design.md,
@@ -14,15 +18,24 @@ export const EVENTS_CHANNEL = "platform_events";
 /** The channel that says "webhook deliveries were written": only dispatchers listen, only such writes send it. */
 export const DELIVERIES_CHANNEL = "platform_event_deliveries";
 
-/** Seqs of recorded events as an async iterable of batches, in the order they became visible. */
-export interface LiveEvents extends AsyncIterable<number[]> {
+/**
+ * What a watcher is handed per batch (or per run of batches it was slow to take): the seqs of
+ * every event that became visible, and of those events the ones its filter accepts.
+ */
+export interface LiveBatch {
+  seqs: number[];
+  rows: HubEvent[];
+}
+
+/** Recorded events as an async iterable of batches, in the order they became visible. */
+export interface LiveEvents extends AsyncIterable<LiveBatch> {
   close(): void;
 }
 
 /** Most seqs a slow watcher may have waiting; beyond that it is ended rather than let grow. */
 const MAX_BUFFERED = 100_000;
-/** Seqs read per look. */
-const PAGE = 5_000;
+/** Events read per look: whole rows, held until every watcher has taken them. */
+const PAGE = 1_000;
 /** A seq skipped over is looked for this long: its transaction may still commit (or it rolled back). */
 const GAP_LIFETIME_MS = 30_000;
 const MAX_GAPS = 10_000;
@@ -36,10 +49,12 @@ export interface EventHubOptions {
 
 /**
  * Fans newly committed events out to this replica's watchers. One look per
- * wake-up, for all of them: the seqs after the last one seen, plus the seqs
- * skipped over recently. A seq is taken when its row is inserted but becomes
- * visible at commit, so a lower one can appear after a higher one; the gaps are
- * how it is not missed.
+ * wake-up, for all of them: the events after the last seq seen, plus those of
+ * the seqs skipped over recently. A seq is taken when its row is inserted but
+ * becomes visible at commit, so a lower one can appear after a higher one; the
+ * gaps are how it is not missed. The look reads whole rows, and each watcher's
+ * filter picks its own in memory: a batch costs one query however many watch
+ * (docs/design.md, "Watching").
  */
 export class EventHub {
   private readonly watchers = new Set<Watcher>();
@@ -102,18 +117,21 @@ export class EventHub {
     const now = Date.now();
     for (const [seq, since] of this.gaps) if (now - since > GAP_LIFETIME_MS) this.gaps.delete(seq);
     const gaps = [...this.gaps.keys()];
-    const inGaps = gaps.length ? sql` or seq in (${sql.join(gaps.map((g) => sql`${g}`), sql`, `)})` : sql``;
-    const rows = await queryRows<{ seq: string | number }>(
-      this.opts.db,
-      sql`select seq from events where seq > ${this.cursor}${inGaps} order by seq limit ${PAGE}`,
-    );
-    const seqs = rows.map((r) => Number(r.seq));
+    // At most MAX_GAPS bind parameters: far below PostgreSQL's limit.
+    const after = gt(events.seq, this.cursor);
+    const rows = await this.opts.db
+      .select()
+      .from(events)
+      .where(gaps.length ? or(after, inArray(events.seq, gaps)) : after)
+      .orderBy(asc(events.seq))
+      .limit(PAGE);
+    const seqs = rows.map((r) => r.seq);
     for (const seq of seqs) {
       if (this.gaps.delete(seq)) continue;
       for (let missing = this.cursor + 1; missing < seq && this.gaps.size < MAX_GAPS; missing++) this.gaps.set(missing, now);
       this.cursor = seq;
     }
-    if (seqs.length) for (const w of this.watchers) w.push(seqs);
+    if (seqs.length) for (const w of this.watchers) w.push(seqs, rows);
     if (rows.length === PAGE) this.again = true;
   }
 
@@ -125,11 +143,13 @@ export class EventHub {
   }
 
   /**
-   * The seqs of events committed from now on (and perhaps a few from just
-   * before, which the caller tells apart by seq), until `signal` aborts,
-   * close() is called, or the hub closes.
+   * The events committed from now on (and perhaps a few from just before,
+   * which the caller tells apart by seq), until `signal` aborts, close() is
+   * called, or the hub closes. `accepts` picks the rows the watcher is handed
+   * (its filters); it must be cheap and synchronous, as it runs for every
+   * watcher on every event. The seqs of every batch are handed over anyway.
    */
-  async subscribe(signal: AbortSignal): Promise<LiveEvents> {
+  async subscribe(signal: AbortSignal, accepts: (row: HubEvent) => boolean = () => true): Promise<LiveEvents> {
     // An idle hub's cursor is stale: start it at the events recorded so far.
     if (this.watchers.size === 0) {
       const [row] = await queryRows<{ seq: string | number | null }>(this.opts.db, sql`select max(seq) as seq from events`);
@@ -138,7 +158,7 @@ export class EventHub {
         this.gaps.clear();
       }
     }
-    const w = new Watcher(() => this.watchers.delete(w));
+    const w = new Watcher(accepts, () => this.watchers.delete(w));
     if (this.closed || signal.aborted) w.end();
     else {
       this.watchers.add(w);
@@ -162,18 +182,24 @@ export class EventHub {
 }
 
 class Watcher implements LiveEvents {
-  private buffered: number[] = [];
+  /** The batches not yet taken: the seqs array is the hub's own, shared by every watcher. */
+  private buffered: LiveBatch[] = [];
+  private seqsBuffered = 0;
   private ended = false;
   private overflowed = false;
   private wake: (() => void) | undefined;
 
-  constructor(private readonly onEnd: () => void) {}
+  constructor(
+    private readonly accepts: (row: HubEvent) => boolean,
+    private readonly onEnd: () => void,
+  ) {}
 
-  push(seqs: number[]): void {
+  push(seqs: number[], rows: HubEvent[]): void {
     if (this.ended) return;
-    this.buffered.push(...seqs);
+    this.buffered.push({ seqs, rows: rows.filter(this.accepts) });
+    this.seqsBuffered += seqs.length;
     // A watcher that does not read is cut off, not allowed to hold the replica's memory.
-    if (this.buffered.length > MAX_BUFFERED) {
+    if (this.seqsBuffered > MAX_BUFFERED) {
       this.overflowed = true;
       this.end();
     }
@@ -191,7 +217,7 @@ class Watcher implements LiveEvents {
     this.end();
   }
 
-  async *[Symbol.asyncIterator](): AsyncIterator<number[]> {
+  async *[Symbol.asyncIterator](): AsyncIterator<LiveBatch> {
     for (;;) {
       if (this.overflowed) throw new ConnectError(`the watch fell more than ${MAX_BUFFERED} events behind; resume from the last event id received`, Code.ResourceExhausted);
       if (this.ended) return;
@@ -200,9 +226,10 @@ class Watcher implements LiveEvents {
         this.wake = undefined;
         continue;
       }
-      const batch = this.buffered;
+      const batches = this.buffered;
       this.buffered = [];
-      yield batch;
+      this.seqsBuffered = 0;
+      yield batches.length === 1 ? batches[0]! : { seqs: batches.flatMap((b) => b.seqs), rows: batches.flatMap((b) => b.rows) };
     }
   }
 }

@@ -1,5 +1,5 @@
 export { ListEngine, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, type ListSource, type ListParams, type ListPage, type ExtraFilters } from "./list-engine.js";
 export { parseOrderBy, type OrderBy } from "./order-by.js";
 export { PAGE_TOKEN_LIFETIME_MS } from "./page-token.js";
-export type { UidpFilter } from "./scope.js";
-export { listVisibilityKey, visibilityCondition, type ListVisibility } from "./visibility.js";
+export { scopeMatcher, type HeldRow, type UidpFilter } from "./scope.js";
+export { listVisibilityKey, visibilityCondition, visibilityMatcher, type ListVisibility } from "./visibility.js";

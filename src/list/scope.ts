@@ -35,6 +35,44 @@ export function atOrBelow(path: PgColumn, prefix: string): SQL {
   return or(eq(path, prefix), below(path, prefix)) as SQL;
 }
 
+/** `value` is `path` or below it, as atOrBelow selects in SQL (in memory, for rows already read). */
+export function isAtOrBelow(value: string | null, path: string): boolean {
+  return value !== null && (value === path || isBelow(value, path));
+}
+
+/** `value` is below `path`, as `below` selects in SQL: the range ('p/', 'p0') holds exactly the strings that start with 'p/' and go on. */
+function isBelow(value: string, path: string): boolean {
+  return value.length > path.length + 1 && value.startsWith(`${path}/`);
+}
+
+/** A row as the in-memory matchers see it: its uid, and the group holding it (which is also its path). */
+export interface HeldRow {
+  uid: string;
+  parentUid: string | null;
+}
+
+/**
+ * In memory, what scopeConditions selects in SQL, for rows whose path is the group holding them
+ * (events, matched as they arrive: docs/design.md, "Watching"). `f` has passed scopeConditions,
+ * which validates it.
+ */
+export function scopeMatcher(f: UidpFilter | undefined): (row: HeldRow) => boolean {
+  if (!f) return () => true;
+  const tests: ((row: HeldRow) => boolean)[] = [];
+  if (f.descendantsOf) tests.push((r) => r.parentUid !== null && isBelow(r.parentUid, f.descendantsOf));
+  if (f.childrenOf) tests.push((r) => r.parentUid === f.childrenOf);
+  if (f.inRoot) tests.push((r) => isAtOrBelow(r.parentUid, f.inRoot));
+  if (f.ancestorsOf) {
+    const groups = new Set(groupAndAncestors(f.ancestorsOf));
+    tests.push((r) => r.parentUid !== null && groups.has(r.parentUid));
+  }
+  if (f.ids.length) {
+    const ids = new Set(f.ids);
+    tests.push((r) => ids.has(r.uid));
+  }
+  return (row) => tests.every((t) => t(row));
+}
+
 /** SQL conditions for every uidp filter that is set; they combine with AND. */
 export function scopeConditions(cols: ScopeColumns, f: UidpFilter | undefined): SQL[] {
   if (!f) return [];

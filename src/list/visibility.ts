@@ -1,7 +1,7 @@
 import { createContextKey } from "@connectrpc/connect";
 import { isNull, or, sql, type SQL } from "drizzle-orm";
 import type { PgColumn } from "drizzle-orm/pg-core";
-import { atOrBelow } from "./scope.js";
+import { atOrBelow, isAtOrBelow, type HeldRow } from "./scope.js";
 
 /** Where a List may look: everywhere, or at and below these group paths. */
 export type ListVisibility = { all: true } | { all: false; roots: string[] };
@@ -27,4 +27,11 @@ export function visibilityCondition(cols: VisibilityColumns, v: ListVisibility):
   const parts: SQL[] = v.roots.map((r) => atOrBelow(path, r));
   if (cols.globalRowsVisible && cols.parentUid) parts.push(isNull(cols.parentUid));
   return parts.length ? (or(...parts) as SQL) : sql`false`;
+}
+
+/** In memory, what visibilityCondition selects in SQL, for rows whose path is the group holding them (events as they arrive). */
+export function visibilityMatcher(v: ListVisibility): (row: HeldRow) => boolean {
+  if (v.all) return () => true;
+  const roots = v.roots;
+  return (row) => roots.some((r) => isAtOrBelow(row.parentUid, r));
 }

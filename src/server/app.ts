@@ -139,6 +139,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     eventHub,
     egress: webhookEgress,
     access: authorizer,
+    eventStreams: config.events.streams,
   };
 
   const shutdown = new AbortController();

@@ -53,6 +53,22 @@ describe("connection timeouts", () => {
   });
 });
 
+describe("event stream caps", () => {
+  it("default to 1024 streams per server, 64 reading one organization, 16 per identity, and can be set", () => {
+    expect(loadConfig({}).events.streams).toEqual({ perServer: 1024, perOrganization: 64, perIdentity: 16 });
+    const set = loadConfig({ PLATFORM_MAX_EVENT_STREAMS: "5000", PLATFORM_MAX_EVENT_STREAMS_PER_ORG: "100", PLATFORM_MAX_EVENT_STREAMS_PER_IDENTITY: "4" });
+    expect(set.events.streams).toEqual({ perServer: 5000, perOrganization: 100, perIdentity: 4 });
+  });
+
+  it("refuse zero, negative, non-integer and huge values", () => {
+    for (const name of ["PLATFORM_MAX_EVENT_STREAMS", "PLATFORM_MAX_EVENT_STREAMS_PER_ORG", "PLATFORM_MAX_EVENT_STREAMS_PER_IDENTITY"]) {
+      for (const raw of ["0", "-1", "1.5", "abc", "100001"]) {
+        expect(() => loadConfig({ [name]: raw }), `${name}=${raw}`).toThrow(ConfigError);
+      }
+    }
+  });
+});
+
 describe("PLATFORM_CORS_ORIGINS", () => {
   it("is empty by default: no origin is allowed", () => {
     expect(loadConfig({}).corsOrigins).toEqual([]);

@@ -2,6 +2,7 @@ import { resolve } from "node:path";
 import type { OrgCreationPolicy } from "../authz/authorizer.js";
 import { PlatformAdmins } from "../auth/login/platform-admins.js";
 import { decodeMasterKey } from "../crypto/index.js";
+import { DEFAULT_EVENT_STREAM_LIMITS as STREAMS, type EventStreamLimits } from "../services/events/streams.js";
 
 /** Everything the server reads from its environment (README: Configuration). */
 export interface Config {
@@ -56,6 +57,12 @@ export interface Config {
     backoffMs: number;
     /** PLATFORM_WEBHOOK_TIMEOUT_MS: how long one delivery may take (a claim's lease is twice this, plus a second). */
     timeoutMs: number;
+    /**
+     * PLATFORM_MAX_EVENT_STREAMS, _PER_ORG and _PER_IDENTITY: open WatchEvents streams one server
+     * holds in all, that may read one organization's events, and that one identity may hold
+     * (docs/security.md, "Event streams").
+     */
+    streams: EventStreamLimits;
   };
   /** Outbound budgets and the token exchange's rate limits (docs/security.md, "Outbound budgets"). */
   outbound: OutboundConfig;
@@ -246,6 +253,11 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       retryForMs: parseDuration("PLATFORM_WEBHOOK_RETRY_FOR", env["PLATFORM_WEBHOOK_RETRY_FOR"], 24 * DURATION_UNITS["h"]!, 1000),
       backoffMs: parseInteger("PLATFORM_WEBHOOK_BACKOFF_MS", env["PLATFORM_WEBHOOK_BACKOFF_MS"], 1000, 3_600_000, 10),
       timeoutMs: parseInteger("PLATFORM_WEBHOOK_TIMEOUT_MS", env["PLATFORM_WEBHOOK_TIMEOUT_MS"], 10_000, 300_000, 100),
+      streams: {
+        perServer: parseInteger("PLATFORM_MAX_EVENT_STREAMS", env["PLATFORM_MAX_EVENT_STREAMS"], STREAMS.perServer, 100_000, 1),
+        perOrganization: parseInteger("PLATFORM_MAX_EVENT_STREAMS_PER_ORG", env["PLATFORM_MAX_EVENT_STREAMS_PER_ORG"], STREAMS.perOrganization, 100_000, 1),
+        perIdentity: parseInteger("PLATFORM_MAX_EVENT_STREAMS_PER_IDENTITY", env["PLATFORM_MAX_EVENT_STREAMS_PER_IDENTITY"], STREAMS.perIdentity, 100_000, 1),
+      },
     },
     outbound: parseOutbound(env),
   };

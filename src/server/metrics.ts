@@ -65,7 +65,7 @@ export class Metrics {
   eventStreams(count: () => number): void {
     new Gauge({
       name: "platform_event_streams",
-      help: "WatchEvents streams open on this replica (each runs a query per batch of new events).",
+      help: "WatchEvents streams open on this replica (its hub reads each batch of new events once for all of them).",
       registers: [this.registry],
       collect() {
         this.set(count());

@@ -4,6 +4,7 @@ import type { Database } from "../db/index.js";
 import type { Egress } from "../egress/index.js";
 import type { EventHub, EventRecorder } from "../events/index.js";
 import type { ListEngine } from "../list/index.js";
+import type { EventStreamLimits } from "./events/streams.js";
 
 /** What every service implementation is built from (wired in src/server/app.ts). */
 export interface ServiceContext {
@@ -20,4 +21,6 @@ export interface ServiceContext {
   egress: Egress;
   /** Checks a stream's caller again while the stream runs (WatchEvents). */
   access: StreamAccess;
+  /** The caps on open WatchEvents streams (README: Configuration). */
+  eventStreams: EventStreamLimits;
 }

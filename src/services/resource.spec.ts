@@ -15,6 +15,7 @@ import { SecretBox } from "../crypto/index.js";
 import { schema, type DatabaseHandle } from "../db/index.js";
 import { ListEngine } from "../list/index.js";
 import type { ServiceContext } from "./context.js";
+import { DEFAULT_EVENT_STREAM_LIMITS } from "./events/streams.js";
 import { API_SERVICES } from "./index.js";
 import { defineResource, groupContentRules, resourceService } from "./resource.js";
 
@@ -41,6 +42,7 @@ beforeAll(async () => {
     eventHub: new EventHub({ db: handle.db, onError: (e) => { throw e; } }),
     egress: new Egress({ allowInsecure: false }),
     access: { visibilityNow: () => Promise.reject(new Error("no stream in these tests")) },
+    eventStreams: DEFAULT_EVENT_STREAM_LIMITS,
   };
   // Building every service defines every resource, as the server does at start.
   for (const s of API_SERVICES) s.implement(ctx);

@@ -3,6 +3,7 @@ import grpc from "@grpc/grpc-js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { QuotaFailureSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { EventsService, type Event } from "../../gen/platform/events/v2beta1/events_pb.js";
 import { findOrCreatePersonIdentity } from "../../src/auth/login/person-identity.js";
 import { MAX_STREAMS_PER_ORGANIZATION } from "../../src/services/events/events.js";
@@ -586,5 +587,40 @@ describe("WatchEvents", () => {
     };
     await expect(first({ afterId: "0000000000000000000000000000" })).rejects.toMatchObject({ code: Code.InvalidArgument });
     await expect(first({ type: "a\u0000b" })).rejects.toMatchObject({ code: Code.InvalidArgument });
+  });
+});
+
+describe("WatchEvents on a server that holds 2 streams (PLATFORM_MAX_EVENT_STREAMS=2)", () => {
+  it("refuses a third stream, whoever opens it, with RESOURCE_EXHAUSTED and a QuotaFailure on the server; a stream that ends frees its place", async () => {
+    const small = await startTestServer({ PLATFORM_MAX_EVENT_STREAMS: "2" });
+    try {
+      const client = connectClient(EventsService, small.url, small.token);
+      const abort = new AbortController();
+      const firstOf = async (signal?: AbortSignal) => {
+        for await (const e of client.watchEvents({}, { signal })) return e;
+        return undefined;
+      };
+      const opened = async (n: number) => {
+        for (let i = 0; i < 250 && small.app.eventHub.size !== n; i++) await new Promise((r) => setTimeout(r, 20));
+        expect(small.app.eventHub.size).toBe(n);
+      };
+      const open = [firstOf(abort.signal).catch(() => undefined), firstOf(abort.signal).catch(() => undefined)];
+      await opened(2);
+      // A platform administrator counts in no organization, and has 14 of its own left: only the server's cap refuses.
+      const refused = await firstOf().then(() => undefined, (e: unknown) => e);
+      expect(refused).toBeInstanceOf(ConnectError);
+      expect(refused).toMatchObject({ code: Code.ResourceExhausted });
+      expect((refused as ConnectError).findDetails(QuotaFailureSchema)[0]?.violations[0]).toMatchObject({ subject: "server" });
+      abort.abort();
+      await Promise.all(open);
+      await opened(0);
+      const again = new AbortController();
+      const reopened = firstOf(again.signal).catch(() => undefined);
+      await opened(1);
+      again.abort();
+      await reopened;
+    } finally {
+      await small.stop();
+    }
   });
 });

@@ -1,15 +1,28 @@
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import { and, asc, eq, gt, gte, inArray, lt, max, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, gte, lt, max, sql, type SQL } from "drizzle-orm";
 import { EventSchema, EventsService, ListEventsResponseSchema, type Event, type ListEventsRequest, type WatchEventsRequest } from "../../../gen/platform/events/v2beta1/events_pb.js";
-import { inPieces, organizationOf, schema, type Executor } from "../../db/index.js";
-import { outOfRange, invalidArgument, resourceExhausted, unauthenticated } from "../../errors/index.js";
+import { schema } from "../../db/index.js";
+import { outOfRange, invalidArgument, unauthenticated } from "../../errors/index.js";
 import { principalKey } from "../../auth/index.js";
-import { listVisibilityKey, visibilityCondition, type ExtraFilters, type ListSource, type UidpFilter } from "../../list/index.js";
+import type { HubEvent } from "../../events/index.js";
+import {
+  listVisibilityKey,
+  scopeMatcher,
+  visibilityCondition,
+  visibilityMatcher,
+  type ExtraFilters,
+  type ListSource,
+  type ListVisibility,
+  type UidpFilter,
+} from "../../list/index.js";
 import { scopeConditions } from "../../list/scope.js";
 import type { ServiceContext } from "../context.js";
 import { checkRequest } from "../request-check.js";
 import { millisAtOrAfter, toTimestamp } from "../timestamps.js";
+import { StreamBudget } from "./streams.js";
+
+export { MAX_STREAMS_PER_IDENTITY, MAX_STREAMS_PER_ORGANIZATION, MAX_STREAMS_PER_SERVER } from "./streams.js";
 
 const { events } = schema;
 type EventRow = typeof events.$inferSelect;
@@ -67,48 +80,32 @@ export function eventFilters(req: EventFilterFields): ExtraFilters {
   };
 }
 
-/** What a watch matches apart from the caller's visibility, which is checked again as it runs. */
-function watchFilters(req: WatchEventsRequest, context: HandlerContext): SQL[] {
+/** In memory, what eventFilters selects in SQL apart from time (which WatchEvents has not): for events as they arrive. */
+export function eventMatcher(req: Pick<ListEventsRequest, "type" | "typePrefix" | "subject" | "actor">): (row: EventRow) => boolean {
+  return (row) =>
+    (!req.type || row.type === req.type) &&
+    (!req.typePrefix || row.type.startsWith(req.typePrefix)) &&
+    (!req.subject || row.subject === req.subject) &&
+    (!req.actor || row.actor === req.actor);
+}
+
+/** What a watch matches apart from the caller's visibility, which is checked again as it runs: in SQL (its replay) and in memory (live events). */
+function watchFilters(req: WatchEventsRequest, context: HandlerContext): { where: SQL[]; accepts: (row: HubEvent) => boolean } {
   // The pipeline checks unary requests; a streaming method's request reaches the handler unchecked.
   checkRequest(context.method, req as unknown as Record<string, unknown>);
   const uidp: UidpFilter | undefined = req.uidp;
-  return [...scopeConditions(eventsSource, uidp), ...eventFilters(req).where];
+  // Both validate: what reaches the matchers below is well-formed.
+  const where = [...scopeConditions(eventsSource, uidp), ...eventFilters(req).where];
+  const inScope = scopeMatcher(uidp);
+  const matches = eventMatcher(req);
+  return { where, accepts: (row) => matches(row) && inScope(row) };
 }
 
 /** A timer never waits longer than this (Node's limit); a later expiry is waited for in steps. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** Open WatchEvents streams one identity may hold on one server. */
-export const MAX_STREAMS_PER_IDENTITY = 16;
-/**
- * Open streams that may read one organization's events on one server, whoever holds them: each
- * stream runs a query per batch of new events, and an owner can make identities at will (its
- * own, or people through its identity provider).
- */
-export const MAX_STREAMS_PER_ORGANIZATION = 64;
-
-/** Open streams per key, refused past a limit. */
-class StreamCounts {
-  private readonly open = new Map<string, number>();
-  constructor(private readonly limit: number) {}
-  full(key: string): boolean {
-    return (this.open.get(key) ?? 0) >= this.limit;
-  }
-  add(key: string): void {
-    this.open.set(key, (this.open.get(key) ?? 0) + 1);
-  }
-  remove(key: string): void {
-    const left = (this.open.get(key) ?? 1) - 1;
-    if (left > 0) this.open.set(key, left);
-    else this.open.delete(key);
-  }
-}
-
 export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsService> {
-  const streamsOf = new StreamCounts(MAX_STREAMS_PER_IDENTITY);
-  const streamsIn = new StreamCounts(MAX_STREAMS_PER_ORGANIZATION);
-  const select = (db: Executor, where: SQL[], limit: number) =>
-    db.select().from(events).where(and(...where)).orderBy(asc(events.seq)).limit(limit);
+  const streams = new StreamBudget(ctx.eventStreams);
 
   return {
     async listEvents(req: ListEventsRequest, context) {
@@ -124,34 +121,11 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
       // The caller's visibility now: checked at the start and before each replay page or live batch,
       // so that the stream ends, or narrows, once the token expires or the bindings change.
       const visibleNow = () => ctx.access.visibilityNow(principal, context.method);
-      const conditions = async () => {
-        const visible = visibilityCondition(eventsSource, await visibleNow());
-        return visible ? [...filters, visible] : filters;
-      };
-      const visibility = await visibleNow();
-      // The organizations whose events it reads: whoever the caller is (an organization's own
-      // identity, or a person signed in through its identity provider), their streams count there.
-      // A stream scoped to a group of one of them counts in that one only (one scoped elsewhere
-      // still counts in all); a caller who sees everything (a platform administrator) counts in none.
-      const visibleIn = visibility.all ? [] : [...new Set(visibility.roots.map(organizationOf))];
-      const scope = req.uidp ? [req.uidp.inRoot, req.uidp.childrenOf, req.uidp.descendantsOf, req.uidp.ancestorsOf].find((g) => g) : undefined;
-      const scoped = scope ? visibleIn.filter((o) => o === organizationOf(scope)) : [];
-      const organizations = scoped.length ? scoped : visibleIn;
-      const watcher = principal.identityUid;
-      if (streamsOf.full(watcher)) {
-        throw resourceExhausted(`at most ${MAX_STREAMS_PER_IDENTITY} WatchEvents streams per identity on one server; close one first`);
-      }
-      const full = organizations.find((o) => streamsIn.full(o));
-      if (full !== undefined) {
-        throw resourceExhausted(`at most ${MAX_STREAMS_PER_ORGANIZATION} WatchEvents streams may read organization ${full}'s events on one server; close one first`);
-      }
-      streamsOf.add(watcher);
-      for (const o of organizations) streamsIn.add(o);
+      const release = streams.admit(principal.identityUid, await visibleNow(), req.uidp);
       try {
-        yield* watch(req, context, conditions, principal.expiry);
+        yield* watch(req, context, filters, visibleNow, principal.expiry);
       } finally {
-        streamsOf.remove(watcher);
-        for (const o of organizations) streamsIn.remove(o);
+        release();
       }
     },
   };
@@ -159,7 +133,8 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
   async function* watch(
     req: WatchEventsRequest,
     context: HandlerContext,
-    conditions: () => Promise<SQL[]>,
+    filters: { where: SQL[]; accepts: (row: HubEvent) => boolean },
+    visibleNow: () => Promise<ListVisibility>,
     expiry: Date,
   ): AsyncGenerator<Event> {
     const hub = ctx.eventHub;
@@ -172,7 +147,8 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
       else timer = setTimeout(waitForExpiry, Math.min(left, MAX_TIMER_MS)).unref();
     };
     // Listening before the replay: an event committed meanwhile is either replayed or arrives here.
-    const live = await hub.subscribe(AbortSignal.any([context.signal, expired.signal]));
+    // The hub hands over the rows the filters accept, read once for every watcher of the replica.
+    const live = await hub.subscribe(AbortSignal.any([context.signal, expired.signal]), filters.accepts);
     waitForExpiry();
     try {
       // The stream starts after the resume point, or now: what the hub hands out from before
@@ -185,12 +161,12 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
         isNew = (seq) => seq > startedAt;
       } else {
         if (req.afterId.length > MAX_ID_LENGTH) throw invalidArgument("after_id", "is not an event id");
-        const [from] = await ctx.db.select({ seq: events.seq }).from(events).where(eq(events.uid, req.afterId));
-        if (!from) throw invalidArgument("after_id", "names no event (it may have been pruned); list the events to find where to resume");
-        isNew = (seq) => seq > from.seq && !replayed.has(seq);
-        let after = from.seq;
+        const from = await resumePoint(req.afterId, await visibleNow());
+        if (from === undefined) throw invalidArgument("after_id", "names no event (it may have been pruned); list the events to find where to resume");
+        isNew = (seq) => seq > from && !replayed.has(seq);
+        let after = from;
         for (;;) {
-          const rows = await select(ctx.db, [...(await conditions()), gt(events.seq, after)], REPLAY_PAGE);
+          const rows = await replayPage(filters.where, await visibleNow(), after);
           for (const row of rows) {
             if (replayed.size >= MAX_REPLAY) {
               throw outOfRange(`more than ${MAX_REPLAY} events to replay after ${req.afterId}: page through them with ListEvents, then watch after the last one`);
@@ -202,21 +178,37 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
           after = rows[rows.length - 1]!.seq;
         }
       }
-      for await (const seqs of live) {
-        const fresh = seqs.filter(isNew);
-        if (fresh.length === 0) continue;
-        const where = await conditions();
-        // In pieces: a far-behind watcher's batch could exceed PostgreSQL's bind-parameter limit.
-        for (const piece of inPieces(fresh)) {
-          for (const row of await select(ctx.db, [...where, inArray(events.seq, piece)], piece.length)) yield toEventMessage(row);
-        }
+      for await (const batch of live) {
+        if (!batch.seqs.some(isNew)) continue;
+        // No query: the rows came with the batch. Only the caller's access is checked again (from
+        // the grants cache), for every batch with something new, whether or not it matches.
+        const visible = visibilityMatcher(await visibleNow());
+        for (const row of batch.rows) if (isNew(row.seq) && visible(row)) yield toEventMessage(row);
       }
       // The hub let go: the client left, the server is shutting down, or the token expired (which
       // this check then reports).
-      if (expired.signal.aborted) await conditions();
+      if (expired.signal.aborted) await visibleNow();
     } finally {
       clearTimeout(timer);
       live.close();
     }
+  }
+
+  /** The seq of the event `uid`, when the caller may see it: another organization's id resumes nothing. */
+  async function resumePoint(uid: string, visibility: ListVisibility): Promise<number | undefined> {
+    const visible = visibilityCondition(eventsSource, visibility);
+    const [from] = await ctx.db.select({ seq: events.seq }).from(events).where(and(eq(events.uid, uid), visible));
+    return from?.seq;
+  }
+
+  /**
+   * The next page of the replay: the matching events after seq `after` that the caller may see,
+   * REPLAY_PAGE at most. The caller's groups are ranges of events_parent_uid_idx, so the planner
+   * reads their events only (a bitmap of that index) rather than every organization's after `after`,
+   * or, when `after` is recent, the few events after it (docs/design.md, "Watching").
+   */
+  async function replayPage(where: SQL[], visibility: ListVisibility, after: number): Promise<EventRow[]> {
+    const visible = visibilityCondition(eventsSource, visibility);
+    return ctx.db.select().from(events).where(and(...where, visible, gt(events.seq, after))).orderBy(asc(events.seq)).limit(REPLAY_PAGE);
   }
 }
