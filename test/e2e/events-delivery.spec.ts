@@ -7,6 +7,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { pino } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import { EventsService, type Event } from "../../gen/platform/events/v2beta1/events_pb.js";
+import { Grants } from "../../src/authz/index.js";
 import { Egress } from "../../src/egress/index.js";
 import { DELIVERIES_CHANNEL, WebhookDispatcher } from "../../src/events/index.js";
 import { connectClient, grpcJsClient, restClient, type JsonObject } from "../support/clients.js";
@@ -143,6 +144,7 @@ describe.concurrent("deliveries", () => {
           db: a.app.database.db,
           fetch: new Egress({ allowInsecure: true, timeoutMs: 30_000 }).fetch,
           secrets: a.app.secrets,
+          grantsOf: Grants.loader(a.app.database.db),
           clock: a.clock.now,
           backoffMs: 50,
           leaseMs: 61_000,
