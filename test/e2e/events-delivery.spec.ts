@@ -145,7 +145,7 @@ describe.concurrent("deliveries", () => {
           db: a.app.database.db,
           fetch: new Egress({ allowInsecure: true, timeoutMs: 30_000 }).fetch,
           secrets: a.app.secrets,
-          grantsOf: Grants.loader(a.app.database.db),
+          grantsOf: (uid) => Grants.load(a.app.database.db, uid),
           clock: a.clock.now,
           backoffMs: 50,
           leaseMs: 61_000,
@@ -220,8 +220,10 @@ describe("subscriptions send for their creator", () => {
 
   it("stops Carol's subscription when her binding is removed, saying why: no invite or identity made after reaches her receiver, until an owner's update takes it over", async () => {
     const { s, call, team, carol, binding, carolCall, control } = await carolsTeam("carol-unbound");
+    const admin = bootstrapIdentityUid(s.token);
     const hers = await receiver();
-    const made = await ok(carolCall("POST", `/events/v2beta1/subscriptions/${team}`, { sink: hers.url }));
+    // creator and state are output only: naming another creator changes nothing.
+    const made = await ok(carolCall("POST", `/events/v2beta1/subscriptions/${team}`, { sink: hers.url, creator: admin, state: "STATE_STOPPED" }));
     expect(made).toMatchObject({ creator: carol, state: "STATE_ACTIVE" });
     await ok(call("POST", `/iam/v2beta1/groupInvites/${team}`, { roleUid: "viewer", ttl: "3600s", email: "before@example.com" }));
     await hers.until(() => mentions(hers, "before@example.com"));
@@ -240,7 +242,6 @@ describe("subscriptions send for their creator", () => {
     expect(await ok(call("GET", `/events/v2beta1/subscriptions/${uidOf(made)}`))).toMatchObject({ state: "STATE_STOPPED", pendingCount: "0" });
 
     // An owner who updates it vouches for it now: it sends for them, from then on.
-    const admin = bootstrapIdentityUid(s.token);
     expect(await ok(call("PATCH", `/events/v2beta1/subscriptions/${uidOf(made)}`, { description: "the admin's now" }))).toMatchObject({ state: "STATE_ACTIVE", creator: admin });
     await ok(call("POST", `/iam/v2beta1/groupInvites/${team}`, { roleUid: "viewer", ttl: "3600s", email: "resumed@example.com" }));
     await hers.until(() => mentions(hers, "resumed@example.com"));
