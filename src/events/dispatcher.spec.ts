@@ -2,10 +2,12 @@ import { randomBytes } from "node:crypto";
 import { eq, inArray, sql, TransactionRollbackError } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { migratedStorePerFile } from "../../test/support/fresh-store.js";
+import { Grants } from "../authz/grants.js";
 import { SecretBox } from "../crypto/index.js";
 import { newRootUid, queryRows, schema, type DatabaseHandle } from "../db/index.js";
 import type { EgressFetch, EgressRequestInit } from "../egress/index.js";
 import { subscriptionSecretContext, WebhookDispatcher } from "./dispatcher.js";
+import { CREATOR_DELETED, creatorMayNotList } from "./stop-subscriptions.js";
 
 // The dispatcher's scheduling (docs/design.md, "Webhooks"): deliveries run side by side, a slow
 // sink holds only its own share of the slots, a freed slot is filled at once, and stopping
@@ -16,16 +18,26 @@ const secrets = new SecretBox(randomBytes(32));
 let handle: DatabaseHandle;
 migratedStorePerFile((h) => (handle = h));
 
+/** What each identity holds in the tests' grants (none: nothing; an unknown identity does not exist). */
+const held = new Map<string, Grants>();
+const grantsOf = (uid: string) => Promise.resolve(held.get(uid) ?? new Grants([], { exists: false, rootLevel: false }));
+
 /**
- * A subscription to `sink` in a new group, and one pending delivery per subject (in order, one event
- * each; a subject may come more than once), due `dueMs` ago (all due now by default).
+ * A subscription to `sink` in a new group (or `inGroup`), and one pending delivery per subject (in
+ * order, one event each; a subject may come more than once), due `dueMs` ago (all due now by
+ * default). Made by `creator` (none by default: made before creators were recorded).
  */
-async function subscriptionWithDeliveries(sink: string, subjects: string[], dueMs: (i: number) => number = () => 0): Promise<string> {
-  const group = newRootUid();
-  const uid = `${group}/0000000000000001`;
-  await handle.db.insert(schema.groups).values({ uid: group, parentUid: null, name: "g", createTime: NOW, updateTime: NOW });
+async function subscriptionWithDeliveries(
+  sink: string,
+  subjects: string[],
+  dueMs: (i: number) => number = () => 0,
+  { inGroup, creator }: { inGroup?: string; creator?: string } = {},
+): Promise<string> {
+  const group = inGroup ?? newRootUid();
+  const uid = `${group}/${randomBytes(8).toString("hex")}`;
+  if (!inGroup) await handle.db.insert(schema.groups).values({ uid: group, parentUid: null, name: "g", createTime: NOW, updateTime: NOW });
   const secret = secrets.seal(`whsec_${randomBytes(32).toString("base64")}`, subscriptionSecretContext(uid));
-  await handle.db.insert(schema.subscriptions).values({ uid, parentUid: group, sink, secret, createTime: NOW, updateTime: NOW });
+  await handle.db.insert(schema.subscriptions).values({ uid, parentUid: group, sink, secret, creatorUid: creator ?? null, createTime: NOW, updateTime: NOW });
   for (const [i, subject] of subjects.entries()) {
     const eventUid = `${uid}:${i}:${subject}`;
     const [event] = await handle.db
@@ -54,17 +66,20 @@ function controlledFetch() {
   return { fetch, calls };
 }
 
-function dispatcherWith(fetch: EgressFetch) {
+function dispatcherWith(fetch: EgressFetch, caps: { maxInFlight?: number; maxInFlightPerOrganization?: number } = {}) {
   return new WebhookDispatcher({
     db: handle.db,
     fetch,
     secrets,
+    grantsOf,
     clock: () => NOW,
     backoffMs: 1000,
     // Only events (notify) and freed slots can make it look: no poll during a test.
     pollMs: 600_000,
     maxInFlight: 16,
     maxInFlightPerSubscription: 4,
+    maxInFlightPerOrganization: 8,
+    ...caps,
     onError: (e) => {
       throw e;
     },
@@ -91,6 +106,7 @@ function dispatcherWhoseClaims(claim: (n: number) => Promise<never> | undefined,
     db,
     fetch: controlledFetch().fetch,
     secrets,
+    grantsOf,
     clock: () => NOW,
     backoffMs: 1000,
     pollMs: 600_000,
@@ -104,6 +120,20 @@ async function until(predicate: () => boolean): Promise<void> {
   for (let i = 0; i < 500 && !predicate(); i++) await new Promise((r) => setTimeout(r, 5));
   expect(predicate()).toBe(true);
 }
+
+async function untilAsync(predicate: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 500 && !(await predicate()); i++) await new Promise((r) => setTimeout(r, 5));
+  expect(await predicate()).toBe(true);
+}
+
+/** A new organization (a root group). */
+async function newOrganization(): Promise<string> {
+  const group = newRootUid();
+  await handle.db.insert(schema.groups).values({ uid: group, parentUid: null, name: "g", createTime: NOW, updateTime: NOW });
+  return group;
+}
+
+const subjects = (prefix: string, n: number) => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
 
 const deliveriesOf = (subscription: string) =>
   queryRows<{ subject: string; state: string; attempts: number; lease_until: unknown; last_error: string }>(
@@ -134,6 +164,71 @@ describe("WebhookDispatcher", () => {
     } finally {
       await dispatcher.stop(0);
       await handle.db.delete(schema.subscriptions).where(inArray(schema.subscriptions.uid, [slow, fast]));
+    }
+  });
+
+  it("holds at most an organization's share of the slots for its many hanging sinks: another organization's delivery goes out", async () => {
+    await handle.db.delete(schema.subscriptions);
+    // Two subscriptions of one organization, each with more due than its own share, all due before the other's.
+    const tenant = await newOrganization();
+    for (const name of ["slow-a", "slow-b"]) {
+      await subscriptionWithDeliveries(`https://${name}.example/hook`, subjects(name, 10), (i) => 1000 - i, { inGroup: tenant });
+    }
+    const other = await subscriptionWithDeliveries("https://other.example/hook", ["o0"]);
+    const { fetch, calls } = controlledFetch();
+    // 8 slots: the two subscriptions' shares (4 each) would take them all; the organization's (4) leaves the rest.
+    const dispatcher = dispatcherWith(fetch, { maxInFlight: 8, maxInFlightPerOrganization: 4 });
+    dispatcher.start();
+    try {
+      await until(() => calls.some((c) => c.url.startsWith("https://other.")));
+      await new Promise((r) => setTimeout(r, 50));
+      expect(calls.filter((c) => c.url.includes("://slow-"))).toHaveLength(4);
+      calls.find((c) => c.url.startsWith("https://other."))!.answer(204);
+      await untilAsync(async () => (await deliveriesOf(other))[0]!.state === "delivered");
+    } finally {
+      await dispatcher.stop(0);
+      await handle.db.delete(schema.subscriptions);
+    }
+  });
+
+  it("takes turns across organizations within a claim: of two slots, a long backlog gets one and a newer organization's delivery the other", async () => {
+    await handle.db.delete(schema.subscriptions);
+    const backlog = await subscriptionWithDeliveries("https://backlog.example/hook", subjects("b", 4), (i) => 1000 - i);
+    const newer = await subscriptionWithDeliveries("https://newer.example/hook", ["n"]);
+    try {
+      const claimed = await dispatcherWith(controlledFetch().fetch).claim(2);
+      expect(claimed.map((c) => c.subscription_uid).sort()).toEqual([backlog, newer].sort());
+    } finally {
+      await handle.db.delete(schema.subscriptions);
+    }
+  });
+
+  it("sends nothing for a creator who may no longer list events there, or was deleted: stops the subscription saying why, and fails its pending deliveries", async () => {
+    await handle.db.delete(schema.subscriptions);
+    const group = await newOrganization();
+    held.set("carol", new Grants([{ groupUid: group, capabilities: new Set(["events.list"]) }]));
+    held.set("dave", new Grants([{ groupUid: group, capabilities: new Set(["subscriptions.list", "subscriptions.update"]) }]));
+    const kept = await subscriptionWithDeliveries("https://kept.example/hook", ["k"], undefined, { inGroup: group, creator: "carol" });
+    const refused = await subscriptionWithDeliveries("https://refused.example/hook", ["r0", "r1"], undefined, { inGroup: group, creator: "dave" });
+    const gone = await subscriptionWithDeliveries("https://gone.example/hook", ["g"], undefined, { inGroup: group, creator: "deleted-identity" });
+    const { fetch, calls } = controlledFetch();
+    const dispatcher = dispatcherWith(fetch);
+    dispatcher.start();
+    try {
+      await until(() => calls.length === 1);
+      calls[0]!.answer(204);
+      const failed = async (uid: string) => (await deliveriesOf(uid)).every((d) => d.state === "failed");
+      await untilAsync(async () => (await failed(refused)) && (await failed(gone)) && (await deliveriesOf(kept))[0]!.state === "delivered");
+      expect(calls.map((c) => c.url)).toEqual(["https://kept.example/hook"]);
+      const rows = await handle.db.select().from(schema.subscriptions).where(inArray(schema.subscriptions.uid, [kept, refused, gone]));
+      const byUid = new Map(rows.map((r) => [r.uid, r]));
+      expect(byUid.get(kept)).toMatchObject({ state: "active", lastError: "" });
+      expect(byUid.get(refused)).toMatchObject({ state: "stopped", lastError: creatorMayNotList("dave", group), lastErrorTime: NOW });
+      expect(byUid.get(gone)).toMatchObject({ state: "stopped", lastError: CREATOR_DELETED });
+      expect((await deliveriesOf(refused)).map((d) => d.last_error)).toEqual([creatorMayNotList("dave", group), creatorMayNotList("dave", group)]);
+    } finally {
+      await dispatcher.stop(0);
+      await handle.db.delete(schema.subscriptions);
     }
   });
 

@@ -1,10 +1,12 @@
 import { sql, type SQL } from "drizzle-orm";
 import { Webhook } from "standardwebhooks";
 import type { SecretBox } from "../crypto/index.js";
-import { queryRows, type Database } from "../db/index.js";
+import { organizationOf, queryRows, type Database } from "../db/index.js";
 import { EgressError, type EgressFetch } from "../egress/index.js";
 import { cloudEvent, type EventRow } from "./cloud-event.js";
+import { creatorRefusal, type GrantsOf } from "./creator-check.js";
 import { failurePauseMs } from "./failure-pause.js";
+import { stopSubscriptions } from "./stop-subscriptions.js";
 
 /** What a subscription's sealed secret is bound to: its own row. */
 export function subscriptionSecretContext(uid: string): string {
@@ -16,6 +18,8 @@ export interface DispatcherOptions {
   /** The egress guard's fetch: deliveries reach public addresses only (loopback in development). */
   fetch: EgressFetch;
   secrets: SecretBox;
+  /** Grants as the grants cache has them: each delivery is sent only while its subscription's creator may list its events. */
+  grantsOf: GrantsOf;
   clock: () => Date;
   /** The first retry's delay; each next one doubles it, up to an hour. */
   backoffMs: number;
@@ -25,6 +29,8 @@ export interface DispatcherOptions {
   maxInFlight?: number;
   /** Deliveries of one subscription this replica sends at once, so that one slow sink cannot take every slot. */
   maxInFlightPerSubscription?: number;
+  /** Deliveries of one organization's subscriptions this replica sends at once: many slow sinks of one tenant cannot either. */
+  maxInFlightPerOrganization?: number;
   /** How often due retries are looked for when no event wakes the dispatcher. */
   pollMs?: number;
   onError: (e: unknown) => void;
@@ -37,6 +43,12 @@ const MAX_BACKOFF_MS = 3_600_000;
 const STOP_SETTLE_MS = 1000;
 /** How many due deliveries a claim looks at to choose from, fairly across subscriptions. */
 const CLAIM_CANDIDATES = 64;
+/** The defaults of the in-flight caps (README, "Events and webhooks"): a quarter of the slots per organization, half that per subscription. */
+export const DEFAULT_MAX_IN_FLIGHT = 32;
+export const DEFAULT_MAX_IN_FLIGHT_PER_ORGANIZATION = 8;
+export const DEFAULT_MAX_IN_FLIGHT_PER_SUBSCRIPTION = 4;
+/** Why a delivery claimed for a subscription stopped meanwhile is not sent (its subscription's last error says why it stopped). */
+const STOPPED = "the subscription is stopped";
 
 /** The last error a subscription shows for each kind of egress failure. */
 const DELIVERY_FAILURES: Record<EgressError["failure"], string> = {
@@ -57,6 +69,10 @@ interface Claimed extends EventRow {
   subscription_uid: string;
   sink: string;
   secret: string;
+  /** The subscription's state, group and creator, as the claim found them. */
+  subscription_state: string;
+  subscription_group: string;
+  creator_uid: string | null;
 }
 
 /**
@@ -66,13 +82,17 @@ interface Claimed extends EventRow {
  * leaves a lease that runs out, and the delivery is sent again. A delivery
  * waits while an earlier event about the same subject is still pending for
  * its subscription, so each receiver sees a subject's events in order.
- * Deliveries run side by side up to a cap, with a smaller cap per subscription:
- * a slow sink holds at most its subscription's share of the slots.
+ * Deliveries run side by side up to a cap, with smaller caps per subscription and
+ * per organization: a slow sink holds at most its subscription's share of the
+ * slots, a tenant's many slow sinks at most its organization's. Each delivery is
+ * sent only while the subscription's creator may list its events; one that may
+ * not is not sent, and the subscription is stopped.
  */
 export class WebhookDispatcher {
   private readonly leaseMs: number;
   private readonly maxInFlight: number;
   private readonly maxPerSubscription: number;
+  private readonly maxPerOrganization: number;
   private readonly pollMs: number;
   private running = false;
   private woken = false;
@@ -89,13 +109,16 @@ export class WebhookDispatcher {
   private readonly inFlight = new Set<Promise<void>>();
   /** How many of each subscription's deliveries are in flight. */
   private readonly inFlightBySubscription = new Map<string, number>();
+  /** How many of each organization's deliveries are in flight. */
+  private readonly inFlightByOrganization = new Map<string, number>();
   /** Aborts the deliveries still in flight when stop()'s grace runs out. */
   private stopping = new AbortController();
 
   constructor(private readonly opts: DispatcherOptions) {
     this.leaseMs = opts.leaseMs ?? 30_000;
-    this.maxInFlight = opts.maxInFlight ?? 32;
-    this.maxPerSubscription = opts.maxInFlightPerSubscription ?? 8;
+    this.maxInFlight = opts.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT;
+    this.maxPerOrganization = Math.min(opts.maxInFlightPerOrganization ?? DEFAULT_MAX_IN_FLIGHT_PER_ORGANIZATION, this.maxInFlight);
+    this.maxPerSubscription = Math.min(opts.maxInFlightPerSubscription ?? DEFAULT_MAX_IN_FLIGHT_PER_SUBSCRIPTION, this.maxPerOrganization);
     this.pollMs = opts.pollMs ?? 1000;
   }
 
@@ -203,9 +226,11 @@ export class WebhookDispatcher {
   }
 
   /**
-   * Claims due deliveries, at most `limit`, longest due first (the partial index's order, so a
-   * backlog is not sorted whole), and no more of one subscription than its share of the
-   * in-flight cap leaves (what this replica already sends for it counts).
+   * Claims due deliveries, at most `limit`, from the longest due (the partial index's order, so a
+   * backlog is not sorted whole): no more of one subscription, nor of one organization, than its
+   * share of the in-flight caps leaves (what this replica already sends for it counts), taken in
+   * turns — each organization's first, then each one's second, … — so that a free slot goes to
+   * whoever holds fewest, not to the longest backlog.
    */
   async claim(limit: number): Promise<Claimed[]> {
     return queryRows<Claimed & Record<string, unknown>>(this.opts.db, this.claimStatement(limit));
@@ -226,59 +251,89 @@ export class WebhookDispatcher {
           WHERE p.state = 'pending' AND p.subscription_uid = ${a}.subscription_uid AND p.subject = ${a}.subject
           ORDER BY p.event_seq LIMIT 1)`;
     };
-    const busy = [...this.inFlightBySubscription];
-    const full = busy.filter(([, n]) => n >= this.maxPerSubscription).map(([uid]) => uid);
-    const share = busy.length
-      ? sql`CASE ranked.subscription_uid ${sql.join(
-          busy.map(([uid, n]) => sql`WHEN ${uid} THEN ${Math.max(0, this.maxPerSubscription - n)}::int`),
-          sql` `,
-        )} ELSE ${this.maxPerSubscription}::int END`
-      : sql`${this.maxPerSubscription}::int`;
+    // An organization is a uid's first segment (organizationOf).
+    const organization = sql`split_part(q.subscription_uid, '/', 1)`;
+    const subscriptions = this.shares(this.inFlightBySubscription, this.maxPerSubscription, sql`r.subscription_uid`);
+    const organizations = this.shares(this.inFlightByOrganization, this.maxPerOrganization, sql`ranked.organization`);
+    const skip = [
+      ...(subscriptions.full.length ? [sql` AND q.subscription_uid NOT IN ${subscriptions.full}`] : []),
+      ...(organizations.full.length ? [sql` AND ${organization} NOT IN ${organizations.full}`] : []),
+    ];
     return sql`
       UPDATE event_deliveries d
       SET lease_until = ${leaseUntil}, attempts = d.attempts + 1
       FROM (
         SELECT c.id FROM (
-          SELECT q.id, q.next_attempt_time,
-            row_number() OVER (PARTITION BY q.subscription_uid ORDER BY q.next_attempt_time) AS nth, q.subscription_uid
+          SELECT r.id, r.organization, r.next_attempt_time,
+            row_number() OVER (PARTITION BY r.organization ORDER BY r.nth, r.next_attempt_time) AS turn
           FROM (
-            SELECT q.id, q.subscription_uid, q.next_attempt_time FROM event_deliveries q
-            WHERE ${due("q")}${full.length ? sql` AND q.subscription_uid NOT IN ${full}` : sql``}
-            ORDER BY q.next_attempt_time
-            LIMIT ${CLAIM_CANDIDATES}
-          ) q
+            SELECT q.id, q.subscription_uid, q.organization, q.next_attempt_time,
+              row_number() OVER (PARTITION BY q.subscription_uid ORDER BY q.next_attempt_time) AS nth
+            FROM (
+              SELECT q.id, q.subscription_uid, ${organization} AS organization, q.next_attempt_time FROM event_deliveries q
+              WHERE ${due("q")}${sql.join(skip, sql``)}
+              ORDER BY q.next_attempt_time
+              LIMIT ${CLAIM_CANDIDATES}
+            ) q
+          ) r
+          WHERE r.nth <= ${subscriptions.share}
         ) ranked
         JOIN event_deliveries c ON c.id = ranked.id
-        WHERE ranked.nth <= ${share} AND ${due("c")}
-        ORDER BY ranked.next_attempt_time
+        WHERE ranked.turn <= ${organizations.share} AND ${due("c")}
+        ORDER BY ranked.turn, ranked.next_attempt_time
         LIMIT ${limit}
         FOR UPDATE OF c SKIP LOCKED
       ) picked, events e, subscriptions s
       WHERE d.id = picked.id AND e.uid = d.event_uid AND s.uid = d.subscription_uid
       RETURNING d.id, d.attempts, d.deadline, d.subscription_uid, s.sink, s.secret,
+        s.state AS subscription_state, s.parent_uid AS subscription_group, s.creator_uid,
         e.uid, e.type, e.source, e.subject, e.actor, e.parent_uid, e.time, e.data`;
+  }
+
+  /** What is left of a cap for each key (`column`'s value) this replica already sends for, and the keys at it. */
+  private shares(inFlight: Map<string, number>, cap: number, column: SQL): { share: SQL; full: string[] } {
+    const busy = [...inFlight];
+    const full = busy.filter(([, n]) => n >= cap).map(([key]) => key);
+    const share = busy.length
+      ? sql`CASE ${column} ${sql.join(
+          busy.map(([key, n]) => sql`WHEN ${key} THEN ${Math.max(0, cap - n)}::int`),
+          sql` `,
+        )} ELSE ${cap}::int END`
+      : sql`${cap}::int`;
+    return { share, full };
   }
 
   /** Sends one claimed delivery in the background, counted in flight until it is settled. */
   private send(c: Claimed): void {
-    const sub = c.subscription_uid;
-    this.inFlightBySubscription.set(sub, (this.inFlightBySubscription.get(sub) ?? 0) + 1);
+    const counts: [Map<string, number>, string][] = [
+      [this.inFlightBySubscription, c.subscription_uid],
+      [this.inFlightByOrganization, organizationOf(c.subscription_uid)],
+    ];
+    for (const [map, key] of counts) map.set(key, (map.get(key) ?? 0) + 1);
     const sending: Promise<void> = this.deliver(c)
       .catch((e: unknown) => this.opts.onError(e))
       .finally(() => {
         this.inFlight.delete(sending);
-        const left = (this.inFlightBySubscription.get(sub) ?? 1) - 1;
-        if (left > 0) this.inFlightBySubscription.set(sub, left);
-        else this.inFlightBySubscription.delete(sub);
+        for (const [map, key] of counts) {
+          const left = (map.get(key) ?? 1) - 1;
+          if (left > 0) map.set(key, left);
+          else map.delete(key);
+        }
         // With most slots taken, claim again once a subscription's share of them is free rather
         // than after every delivery: when deliveries fail fast, a claim each cost many times the
         // queries. (With fewer in flight than that, every delivery that ends wakes the loop.)
-        if (this.running && this.maxInFlight - this.inFlight.size >= Math.min(this.maxPerSubscription, this.maxInFlight)) this.notify();
+        if (this.running && this.maxInFlight - this.inFlight.size >= this.maxPerSubscription) this.notify();
       });
     this.inFlight.add(sending);
   }
 
   private async deliver(c: Claimed): Promise<void> {
+    // Checked here, not only when grants change: what a creator may no longer read is never sent.
+    const refusal = c.subscription_state === "active" ? await creatorRefusal(this.opts.grantsOf, c.creator_uid, c.subscription_group) : STOPPED;
+    if (refusal) {
+      await this.refuse(c, refusal);
+      return;
+    }
     let error: string | undefined;
     try {
       const body = JSON.stringify(cloudEvent(c));
@@ -308,6 +363,25 @@ export class WebhookDispatcher {
       this.opts.onDeliveryError(c.sink, e);
     }
     await this.settle(c, error);
+  }
+
+  /**
+   * Does not send a claimed delivery: stops its subscription, which fails its pending deliveries,
+   * this one with them. One that someone else vouches for by now (an update re-homed it) is given
+   * back instead, for the next claim to check its new creator.
+   */
+  private async refuse(c: Claimed, reason: string): Promise<void> {
+    const db = this.opts.db;
+    const sameCreator = c.creator_uid === null ? sql`creator_uid IS NULL` : sql`creator_uid = ${c.creator_uid}`;
+    await stopSubscriptions(db, sql`uid = ${c.subscription_uid} AND ${sameCreator}`, reason, this.opts.clock());
+    // A claim taken before the stop was committed is still pending: failed like the others.
+    const failed = await queryRows(db, sql`
+      UPDATE event_deliveries d SET state = 'failed', lease_until = NULL, last_error = s.last_error
+      FROM subscriptions s
+      WHERE d.id = ${c.id} AND d.state = 'pending' AND d.attempts = ${c.attempts}
+        AND s.uid = d.subscription_uid AND s.state = 'stopped'
+      RETURNING d.id`);
+    if (!failed.length) await this.release(c);
   }
 
   /** Gives a claim back, unsent (shutting down): due at once for whichever replica looks next. */

@@ -3,3 +3,5 @@ export { WebhookDispatcher, subscriptionSecretContext, type DispatcherOptions } 
 export { cloudEvent, type EventRow } from "./cloud-event.js";
 export { EventHub, DELIVERIES_CHANNEL, EVENTS_CHANNEL, type HubEvent, type LiveBatch, type LiveEvents } from "./hub.js";
 export { EventRetention, type RetentionOptions } from "./retention.js";
+export { CreatorCheck, creatorRefusal, type CreatorCheckOptions, type GrantsOf } from "./creator-check.js";
+export { CREATOR_DELETED, creatorMayNotList, stopSubscriptions } from "./stop-subscriptions.js";

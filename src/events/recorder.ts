@@ -116,6 +116,11 @@ export class EventRecorder {
 
   constructor(private readonly opts: EventRecorderOptions) {}
 
+  /** The time events are stamped with now (the injected clock). */
+  now(): Date {
+    return this.opts.clock();
+  }
+
   /**
    * Call after a transaction that recorded events has committed: watchers and
    * dispatchers on every replica look for them. Announcements are gathered for
@@ -203,7 +208,8 @@ export class EventRecorder {
       groupAndAncestors(e.group).map((g) => sql`${g}`),
       sql`, `,
     );
-    // Subscriptions at the event's group or above, whose type prefixes match (none: every type).
+    // Active subscriptions at the event's group or above, whose type prefixes match (none: every
+    // type); a stopped one gets nothing, not even a backlog for later.
     // Locked FOR KEY SHARE: a subscription being deleted meanwhile is waited for and then left
     // out. Unlocked, the statement saw it, and the delivery's foreign key then failed the write.
     const written = await tx.execute(sql`
@@ -211,7 +217,7 @@ export class EventRecorder {
       INSERT INTO event_deliveries (subscription_uid, event_uid, event_seq, subject, next_attempt_time, deadline)
       SELECT s.uid, ${uid}, e.seq, ${e.subject}, ${time.toISOString()}, ${deadline.toISOString()}
       FROM e, subscriptions s
-      WHERE s.parent_uid IN (${groups})
+      WHERE s.parent_uid IN (${groups}) AND s.state = 'active'
         AND (jsonb_array_length(s.types) = 0 OR EXISTS (
           SELECT 1 FROM jsonb_array_elements_text(s.types) p WHERE starts_with(${e.type}, p)))
       FOR KEY SHARE OF s`);

@@ -11,7 +11,7 @@ import { Authorizer, GRANTS_CHANGED_CHANNEL, Grants, GrantsCache } from "../auth
 import { SecretBox, ensurePrivateDir, loadMasterKey } from "../crypto/index.js";
 import { openDatabase, POSTGRES_POOL_SIZE, type DatabaseHandle } from "../db/index.js";
 import { Egress } from "../egress/index.js";
-import { DELIVERIES_CHANNEL, EVENTS_CHANNEL, EventHub, EventRecorder, EventRetention, WebhookDispatcher } from "../events/index.js";
+import { CreatorCheck, DELIVERIES_CHANNEL, EVENTS_CHANNEL, EventHub, EventRecorder, EventRetention, WebhookDispatcher } from "../events/index.js";
 import { ListEngine } from "../list/index.js";
 import { createJsonRenderer, createRestHandler } from "../rest/index.js";
 import { API_SERVICES, type ServiceContext } from "../services/index.js";
@@ -29,7 +29,7 @@ import { corsHandler } from "./cors.js";
 
 /** Requests and messages over 1 MiB are refused on every protocol. */
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
-/** Webhook deliveries a replica sends at once (at most a quarter of them to one subscription). */
+/** Webhook deliveries a replica sends at once (at most a quarter of them for one organization, an eighth for one subscription). */
 const WEBHOOKS_IN_FLIGHT = 32;
 
 export interface AppOptions {
@@ -154,17 +154,27 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     }
   };
 
-  const unlistenGrants = await database.listen(
-    GRANTS_CHANGED_CHANNEL,
-    () => grantsCache.invalidate(),
-    () => grantsCache.invalidate(),
-  );
+  // Subscriptions send for their creators: a change of grants may stop some (docs/design.md, "Webhooks").
+  const creatorCheck = new CreatorCheck({
+    db: database.db,
+    grantsOf: (uid) => grantsCache.get(uid),
+    clock,
+    onError: (e) => log.error({ err: e }, "checking subscriptions' creators failed; retrying at the next change of grants"),
+  });
+  const grantsChanged = () => {
+    grantsCache.invalidate();
+    creatorCheck.changed();
+  };
+  const unlistenGrants = await database.listen(GRANTS_CHANGED_CHANNEL, grantsChanged, grantsChanged);
+  // What changed while no replica was listening.
+  creatorCheck.changed();
 
   const dispatcher = new WebhookDispatcher({
     db: database.db,
     maxInFlight: WEBHOOKS_IN_FLIGHT,
     fetch: webhookEgress.fetch,
     secrets,
+    grantsOf: (uid) => grantsCache.get(uid),
     clock,
     backoffMs: config.events.backoffMs,
     // Longer than any delivery can take, so a live replica's claim is never taken over.
@@ -344,6 +354,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       await Promise.all([webhookEgress.close(), egress.close()]);
       await hubClosed;
       await retentionStopped;
+      await creatorCheck.close();
       await ctx.events.close();
       await unlistenGrants();
       await unlistenEvents();

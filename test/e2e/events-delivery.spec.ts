@@ -7,12 +7,14 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { pino } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import { EventsService, type Event } from "../../gen/platform/events/v2beta1/events_pb.js";
+import { Grants } from "../../src/authz/index.js";
 import { Egress } from "../../src/egress/index.js";
 import { DELIVERIES_CHANNEL, WebhookDispatcher } from "../../src/events/index.js";
 import { connectClient, grpcJsClient, restClient, type JsonObject } from "../support/clients.js";
 import { COMPILED_SERVER, ensureCompiledServer } from "../support/compiled-server.js";
 import { createFreshDatabase, postgresAdminUrl, type FreshDatabase } from "../support/database.js";
-import { createGroup, ok, uidOf } from "../support/rest-iam.js";
+import { CREATOR_DELETED } from "../../src/events/index.js";
+import { bind, bootstrapIdentityUid, createGroup, createIdentity, ok, uidOf } from "../support/rest-iam.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { copyPgliteTemplate, postgresTemplate } from "../support/store-templates.js";
 import { WebhookReceiver } from "../support/webhook-receiver.js";
@@ -143,6 +145,7 @@ describe.concurrent("deliveries", () => {
           db: a.app.database.db,
           fetch: new Egress({ allowInsecure: true, timeoutMs: 30_000 }).fetch,
           secrets: a.app.secrets,
+          grantsOf: (uid) => Grants.load(a.app.database.db, uid),
           clock: a.clock.now,
           backoffMs: 50,
           leaseMs: 61_000,
@@ -183,6 +186,104 @@ describe.concurrent("deliveries", () => {
       expect({ duplicates, lost, received: received.length }).toEqual({ duplicates: 0, lost: 0, received: TOTAL });
     }, 120_000);
   });
+});
+
+/** The subscription `uid` once `predicate` holds for it (polled for up to 10 s). */
+async function subscriptionOnce(call: ReturnType<typeof restClient>, uid: string, predicate: (s: JsonObject) => boolean): Promise<JsonObject> {
+  let status: JsonObject = {};
+  for (let i = 0; i < 500; i++) {
+    status = await ok(call("GET", `/events/v2beta1/subscriptions/${uid}`));
+    if (predicate(status)) return status;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return status;
+}
+
+const mentions = (r: WebhookReceiver, text: string) => r.received.some((x) => x.body.includes(text));
+
+// A subscription sends on its creator's behalf (docs/design.md, "Webhooks"): Carol, owner of a
+// team, subscribes her own receiver; what she may no longer read must stop reaching it.
+describe("subscriptions send for their creator", () => {
+  /** A server, an organization with a team, Carol (owner of the team) and her token, and an admin's control receiver on the team. */
+  async function carolsTeam(name: string) {
+    const s = await server();
+    const call = restClient(s.url, s.token);
+    const org = uidOf(await createGroup(call, name));
+    const team = uidOf(await createGroup(call, "team", org));
+    const carol = uidOf(await createIdentity(call, org, { name: "carol", claimMatch: { issuer: "https://issuer.example", subject: `${name}-carol` } }));
+    const binding = uidOf(await ok(bind(call, team, carol, "owner")));
+    const carolCall = restClient(s.url, (await s.app.tokens.mint(carol, s.app.urls.baseUrl)).token);
+    const control = await receiver();
+    await ok(call("POST", `/events/v2beta1/subscriptions/${team}`, { sink: control.url }));
+    return { s, call, team, carol, binding, carolCall, control };
+  }
+
+  it("stops Carol's subscription when her binding is removed, saying why: no invite or identity made after reaches her receiver, until an owner's update takes it over", async () => {
+    const { s, call, team, carol, binding, carolCall, control } = await carolsTeam("carol-unbound");
+    const admin = bootstrapIdentityUid(s.token);
+    const hers = await receiver();
+    // creator and state are output only: naming another creator changes nothing.
+    const made = await ok(carolCall("POST", `/events/v2beta1/subscriptions/${team}`, { sink: hers.url, creator: admin, state: "STATE_STOPPED" }));
+    expect(made).toMatchObject({ creator: carol, state: "STATE_ACTIVE" });
+    await ok(call("POST", `/iam/v2beta1/groupInvites/${team}`, { roleUid: "viewer", ttl: "3600s", email: "before@example.com" }));
+    await hers.until(() => mentions(hers, "before@example.com"));
+
+    await ok(call("DELETE", `/iam/v2beta1/roleBindings/${binding}`));
+    expect((await carolCall("GET", `/events/v2beta1/subscriptions/${uidOf(made)}`)).status).toBe(403);
+    const stopped = await subscriptionOnce(call, uidOf(made), (x) => x["state"] === "STATE_STOPPED");
+    expect(stopped).toMatchObject({ state: "STATE_STOPPED", creator: carol, pendingCount: "0" });
+    expect(stopped["lastError"]).toContain(`(${carol}) may no longer list events in ${team}`);
+
+    await ok(call("POST", `/iam/v2beta1/groupInvites/${team}`, { roleUid: "viewer", ttl: "3600s", email: "after@example.com" }));
+    await createIdentity(call, team, { name: "after-robot", claimMatch: { issuer: "https://issuer.example", subject: "after-robot" } });
+    await control.until(() => mentions(control, "after@example.com") && mentions(control, "after-robot"));
+    // What the control receiver got, hers would have by now (same dispatcher, same server): she got neither.
+    expect(mentions(hers, "after@example.com") || mentions(hers, "after-robot")).toBe(false);
+    expect(await ok(call("GET", `/events/v2beta1/subscriptions/${uidOf(made)}`))).toMatchObject({ state: "STATE_STOPPED", pendingCount: "0" });
+
+    // An owner who updates it vouches for it now: it sends for them, from then on.
+    expect(await ok(call("PATCH", `/events/v2beta1/subscriptions/${uidOf(made)}`, { description: "the admin's now" }))).toMatchObject({ state: "STATE_ACTIVE", creator: admin });
+    await ok(call("POST", `/iam/v2beta1/groupInvites/${team}`, { roleUid: "viewer", ttl: "3600s", email: "resumed@example.com" }));
+    await hers.until(() => mentions(hers, "resumed@example.com"));
+    expect(mentions(hers, "after@example.com")).toBe(false);
+  }, 60_000);
+
+  it("stops Carol's subscription in the same transaction as her identity's delete: not even the deletes of her bindings reach her receiver", async () => {
+    const { call, team, carol, carolCall, control } = await carolsTeam("carol-deleted");
+    const hers = await receiver();
+    const made = await ok(carolCall("POST", `/events/v2beta1/subscriptions/${team}`, { sink: hers.url }));
+    expect(made).toMatchObject({ creator: carol, state: "STATE_ACTIVE" });
+
+    await ok(call("DELETE", `/iam/v2beta1/identities/${carol}`));
+    // Read at once after the delete's answer: nothing to wait for.
+    expect(await ok(call("GET", `/events/v2beta1/subscriptions/${uidOf(made)}`))).toMatchObject({ state: "STATE_STOPPED", lastError: CREATOR_DELETED, pendingCount: "0" });
+    await createIdentity(call, team, { name: "later-robot", claimMatch: { issuer: "https://issuer.example", subject: "later-robot" } });
+    await control.until(() => mentions(control, "platform.iam.role_binding.deleted.v1") && mentions(control, "later-robot"));
+    // At most the subscription's own creation, sent before the delete.
+    expect(hers.received.map((r) => (JSON.parse(r.body) as { type: string }).type).filter((t) => t !== "platform.events.subscription.created.v1")).toEqual([]);
+  }, 60_000);
+
+  it("delivers another organization's event within 10 s while one organization's five subscriptions hang on their sink (a minute each)", async () => {
+    const s = await server({ PLATFORM_WEBHOOK_TIMEOUT_MS: "60000" });
+    const call = restClient(s.url, s.token);
+    const hanging = await receiver();
+    hanging.answer = () => "hang";
+    const tenant = uidOf(await createGroup(call, "hanging-tenant"));
+    for (let i = 0; i < 5; i++) await ok(call("POST", `/events/v2beta1/subscriptions/${tenant}`, { sink: hanging.url, types: ["platform.registry.repo.created.v1"] }));
+    // Ten deliveries each, fifty in all: more than every slot of the replica (32).
+    for (let i = 0; i < 10; i++) await ok(call("POST", `/registry/v2beta1/repos/${tenant}`, { name: `held-${i}` }));
+    // The organization's share of the slots (8), and no more.
+    await hanging.until((all) => all.length >= 8);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(hanging.received).toHaveLength(8);
+
+    const other = uidOf(await createGroup(call, "other-tenant"));
+    const fine = await receiver();
+    await ok(call("POST", `/events/v2beta1/subscriptions/${other}`, { sink: fine.url, types: ["platform.registry.repo.created.v1"] }));
+    const repo = await ok(call("POST", `/registry/v2beta1/repos/${other}`, { name: "not-held" }));
+    await fine.until((all) => all.length === 1, 10_000);
+    expect(fine.received[0]!.body).toContain(uidOf(repo));
+  }, 60_000);
 });
 
 describe("WatchEvents across replicas", () => {

@@ -4,7 +4,9 @@ import { groups } from "./groups.js";
 
 /**
  * Webhook subscriptions of a group. The signing secret is stored sealed
- * under the master key and returned once, by the create.
+ * under the master key and returned once, by the create. A subscription sends
+ * on its creator's behalf (docs/design.md, "Webhooks"): it is stopped when
+ * the creator can no longer list events in its group.
  */
 export const subscriptions = pgTable(
   "subscriptions",
@@ -20,6 +22,10 @@ export const subscriptions = pgTable(
     lastError: text("last_error").notNull().default(""),
     lastErrorTime: timestampMs("last_error_time"),
     lastDeliveryTime: timestampMs("last_delivery_time"),
+    /** active, or stopped (its creator lost events.list there, or was deleted: last_error says which). */
+    state: text("state").notNull().default("active"),
+    /** The identity it sends for: its creator, or whoever updated it last. Null: made before creators were recorded. */
+    creatorUid: textC("creator_uid"),
     createTime: timestampMs("create_time").notNull(),
     updateTime: timestampMs("update_time").notNull(),
   },
@@ -27,5 +33,7 @@ export const subscriptions = pgTable(
     index("subscriptions_parent_uid_idx").on(t.parentUid, t.uid),
     index("subscriptions_create_time_idx").on(t.createTime, t.uid),
     index("subscriptions_update_time_idx").on(t.updateTime, t.uid),
+    // An identity's delete stops what it created, in its transaction.
+    index("subscriptions_creator_uid_idx").on(t.creatorUid),
   ],
 );

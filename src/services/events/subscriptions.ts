@@ -1,14 +1,15 @@
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { principalKey } from "../../auth/index.js";
 import { callerGrants } from "../../authz/index.js";
 import { count, eq, inArray } from "drizzle-orm";
-import { SubscriptionSchema, SubscriptionsService, type Subscription } from "../../../gen/platform/events/v2beta1/subscriptions_pb.js";
+import { SubscriptionSchema, Subscription_State, SubscriptionsService, type Subscription } from "../../../gen/platform/events/v2beta1/subscriptions_pb.js";
 import type { SecretBox } from "../../crypto/index.js";
 import { newChildUid, organizationOf, parentOf, schema, type Executor } from "../../db/index.js";
 import { atOrBelow } from "../../list/scope.js";
 import { EgressError, type Egress } from "../../egress/index.js";
-import { invalidArgument, notFound, permissionDenied, quotaExceeded } from "../../errors/index.js";
+import { invalidArgument, notFound, permissionDenied, quotaExceeded, unauthenticated } from "../../errors/index.js";
 import { subscriptionSecretContext } from "../../events/index.js";
 import type { ServiceContext } from "../context.js";
 import { requireField } from "../resource-store.js";
@@ -111,6 +112,8 @@ function subscriptionResource(egress: Egress) {
         lastError: row.lastError,
         lastErrorTime: row.lastErrorTime ? toTimestamp(row.lastErrorTime) : undefined,
         lastDeliveryTime: row.lastDeliveryTime ? toTimestamp(row.lastDeliveryTime) : undefined,
+        state: row.state === "stopped" ? Subscription_State.STOPPED : Subscription_State.ACTIVE,
+        creator: row.creatorUid ?? "",
         createTime: toTimestamp(row.createTime),
         updateTime: toTimestamp(row.updateTime),
       }),
@@ -130,7 +133,7 @@ export function subscriptionsService(ctx: ServiceContext): ServiceImpl<typeof Su
       const input = req.subscription ?? create(SubscriptionSchema);
       // A bad request is told so before a full organization is (the store validates it again, cheaply).
       validateSubscription(ctx.egress, input);
-      const values = { uid, parentUid: parent, secret: sealSecret(ctx.secrets, uid, secret) };
+      const values = { uid, parentUid: parent, secret: sealSecret(ctx.secrets, uid, secret), creatorUid: callerUid(context) };
       const created = await ctx.db.transaction(async (tx) => {
         await assertRoomFor(tx, parent);
         return store.create(input, values, context, tx);
@@ -144,7 +147,9 @@ export function subscriptionsService(ctx: ServiceContext): ServiceImpl<typeof Su
       const patch = req.subscription ?? create(SubscriptionSchema);
       const uid = requireField(patch.uid, "subscription.uid");
       mayReceiveEvents(context, parentOf(uid));
-      return (await withDeliveryCounts(ctx.db, [await store.update(uid, patch, req.updateMask, context)]))[0]!;
+      // Whoever changes it vouches for it now: it sends for them, and a stopped one starts again.
+      const rehomed = { creatorUid: callerUid(context), state: "active" };
+      return (await withDeliveryCounts(ctx.db, [await store.update(uid, patch, req.updateMask, context, () => rehomed)]))[0]!;
     },
   }));
 }
@@ -157,6 +162,13 @@ function mayReceiveEvents(context: HandlerContext, group: string): void {
   if (!callerGrants(context).holdsAt("events.list", group)) {
     throw permissionDenied(`a subscription sends the events of ${group}: that needs events.list there too`);
   }
+}
+
+/** The identity a subscription made or changed by this call sends for. */
+function callerUid(context: HandlerContext): string {
+  const principal = context.values.get(principalKey);
+  if (!principal) throw unauthenticated("missing credentials");
+  return principal.identityUid;
 }
 
 function sealSecret(secrets: SecretBox, uid: string, secret: string): string {

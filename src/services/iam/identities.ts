@@ -1,6 +1,6 @@
 import { create, equals } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { eq, type SQL } from "drizzle-orm";
+import { eq, sql, type SQL } from "drizzle-orm";
 import {
   ClaimMatchSchema,
   IdentitiesService,
@@ -13,6 +13,7 @@ import { assertWithinCeiling, callerGrants, Grants } from "../../authz/index.js"
 import { newChildUid, parentOf, schema, type Executor } from "../../db/index.js";
 import { issuerPatternOrigin } from "../../auth/claim-pattern.js";
 import { invalidArgument } from "../../errors/index.js";
+import { CREATOR_DELETED, stopSubscriptions } from "../../events/index.js";
 import type { ExtraFilters } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
 import { requireField } from "../resource-store.js";
@@ -87,8 +88,13 @@ export const identityResource = defineResource({
     };
   },
   missingReference: "group",
-  // Its bindings go with it (the foreign keys cascade): each is recorded as deleted first.
-  beforeDelete: (tx, row, deleting) => recordBindingsGoing(tx, deleting.events, deleting.call, { identity: row.uid }),
+  beforeDelete: async (tx, row, deleting) => {
+    // The subscriptions it made send for it: they stop with it, before the events of its going are
+    // written (docs/design.md, "Webhooks").
+    await stopSubscriptions(tx, sql`creator_uid = ${row.uid}`, CREATOR_DELETED, deleting.events.now());
+    // Its bindings go with it (the foreign keys cascade): each is recorded as deleted first.
+    await recordBindingsGoing(tx, deleting.events, deleting.call, { identity: row.uid });
+  },
 });
 
 /** claim_match.issuer / claim_match.subject: exact matches; the other claim fields cannot be filtered on. */

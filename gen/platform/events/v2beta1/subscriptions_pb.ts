@@ -2,8 +2,8 @@
 // @generated from file platform/events/v2beta1/subscriptions.proto (package platform.events.v2beta1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../../google/api/annotations_pb.js";
 import { file_google_api_field_behavior } from "../../../google/api/field_behavior_pb.js";
 import type { EmptySchema, FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
@@ -18,13 +18,14 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file platform/events/v2beta1/subscriptions.proto.
  */
 export const file_platform_events_v2beta1_subscriptions: GenFile = /*@__PURE__*/
-  fileDesc("CitwbGF0Zm9ybS9ldmVudHMvdjJiZXRhMS9zdWJzY3JpcHRpb25zLnByb3RvEhdwbGF0Zm9ybS5ldmVudHMudjJiZXRhMSLNAwoMU3Vic2NyaXB0aW9uEhAKA3VpZBgBIAEoCUID4EEIEhEKBHNpbmsYAiABKAlCA+BBAhINCgV0eXBlcxgDIAMoCRITCgtkZXNjcmlwdGlvbhgEIAEoCRIYCgZzZWNyZXQYBSABKAlCA+BBA0gAiAEBEhwKD2RlbGl2ZXJlZF9jb3VudBgGIAEoA0ID4EEDEhoKDXBlbmRpbmdfY291bnQYByABKANCA+BBAxIZCgxmYWlsZWRfY291bnQYCCABKANCA+BBAxIXCgpsYXN0X2Vycm9yGAkgASgJQgPgQQMSOAoPbGFzdF9lcnJvcl90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjsKEmxhc3RfZGVsaXZlcnlfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxI0CgtjcmVhdGVfdGltZRgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxI0Cgt1cGRhdGVfdGltZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBA0IJCgdfc2VjcmV0Io8BChhMaXN0U3Vic2NyaXB0aW9uc1JlcXVlc3QSLAoEdWlkcBgBIAEoCzIeLnBsYXRmb3JtLmNvbW1vbi52MS5VSURQRmlsdGVyEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEhAKCG9yZGVyX2J5GAQgASgJEgwKBHNraXAYBSABKAUimAEKGUxpc3RTdWJzY3JpcHRpb25zUmVzcG9uc2USPAoNc3Vic2NyaXB0aW9ucxgBIAMoCzIlLnBsYXRmb3JtLmV2ZW50cy52MmJldGExLlN1YnNjcmlwdGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSEwoLdG90YWxfY291bnQYAyABKAMSDwoHc2tpcHBlZBgEIAEoBSIqChZHZXRTdWJzY3JpcHRpb25SZXF1ZXN0EhAKA3VpZBgBIAEoCUID4EECInIKGUNyZWF0ZVN1YnNjcmlwdGlvblJlcXVlc3QSEwoGcGFyZW50GAEgASgJQgPgQQISQAoMc3Vic2NyaXB0aW9uGAIgASgLMiUucGxhdGZvcm0uZXZlbnRzLnYyYmV0YTEuU3Vic2NyaXB0aW9uQgPgQQIijgEKGVVwZGF0ZVN1YnNjcmlwdGlvblJlcXVlc3QSQAoMc3Vic2NyaXB0aW9uGAEgASgLMiUucGxhdGZvcm0uZXZlbnRzLnYyYmV0YTEuU3Vic2NyaXB0aW9uQgPgQQISLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIi0KGURlbGV0ZVN1YnNjcmlwdGlvblJlcXVlc3QSEAoDdWlkGAEgASgJQgPgQQIyiAkKFFN1YnNjcmlwdGlvbnNTZXJ2aWNlErsBChFMaXN0U3Vic2NyaXB0aW9ucxIxLnBsYXRmb3JtLmV2ZW50cy52MmJldGExLkxpc3RTdWJzY3JpcHRpb25zUmVxdWVzdBoyLnBsYXRmb3JtLmV2ZW50cy52MmJldGExLkxpc3RTdWJzY3JpcHRpb25zUmVzcG9uc2UiP8rzGBYKEnN1YnNjcmlwdGlvbnMubGlzdBACgtPkkwIfEh0vZXZlbnRzL3YyYmV0YTEvc3Vic2NyaXB0aW9ucxK4AQoPR2V0U3Vic2NyaXB0aW9uEi8ucGxhdGZvcm0uZXZlbnRzLnYyYmV0YTEuR2V0U3Vic2NyaXB0aW9uUmVxdWVzdBolLnBsYXRmb3JtLmV2ZW50cy52MmJldGExLlN1YnNjcmlwdGlvbiJNyvMYGwoSc3Vic2NyaXB0aW9ucy5saXN0EAEaA3VpZILT5JMCKBImL2V2ZW50cy92MmJldGExL3N1YnNjcmlwdGlvbnMve3VpZD0qKn0SgAIKEkNyZWF0ZVN1YnNjcmlwdGlvbhIyLnBsYXRmb3JtLmV2ZW50cy52MmJldGExLkNyZWF0ZVN1YnNjcmlwdGlvblJlcXVlc3QaJS5wbGF0Zm9ybS5ldmVudHMudjJiZXRhMS5TdWJzY3JpcHRpb24ijgHK8xggChRzdWJzY3JpcHRpb25zLmNyZWF0ZRABGgZwYXJlbnTS8xgncGxhdGZvcm0uZXZlbnRzLnN1YnNjcmlwdGlvbi5jcmVhdGVkLnYxgtPkkwI5OgxzdWJzY3JpcHRpb24iKS9ldmVudHMvdjJiZXRhMS9zdWJzY3JpcHRpb25zL3twYXJlbnQ9Kip9EpQCChJVcGRhdGVTdWJzY3JpcHRpb24SMi5wbGF0Zm9ybS5ldmVudHMudjJiZXRhMS5VcGRhdGVTdWJzY3JpcHRpb25SZXF1ZXN0GiUucGxhdGZvcm0uZXZlbnRzLnYyYmV0YTEuU3Vic2NyaXB0aW9uIqIByvMYKgoUc3Vic2NyaXB0aW9ucy51cGRhdGUQARoQc3Vic2NyaXB0aW9uLnVpZNLzGCdwbGF0Zm9ybS5ldmVudHMuc3Vic2NyaXB0aW9uLnVwZGF0ZWQudjGC0+STAkM6DHN1YnNjcmlwdGlvbjIzL2V2ZW50cy92MmJldGExL3N1YnNjcmlwdGlvbnMve3N1YnNjcmlwdGlvbi51aWQ9Kip9EtwBChJEZWxldGVTdWJzY3JpcHRpb24SMi5wbGF0Zm9ybS5ldmVudHMudjJiZXRhMS5EZWxldGVTdWJzY3JpcHRpb25SZXF1ZXN0GhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5InrK8xgdChRzdWJzY3JpcHRpb25zLmRlbGV0ZRABGgN1aWTS8xgncGxhdGZvcm0uZXZlbnRzLnN1YnNjcmlwdGlvbi5kZWxldGVkLnYxgtPkkwIoKiYvZXZlbnRzL3YyYmV0YTEvc3Vic2NyaXB0aW9ucy97dWlkPSoqfWIGcHJvdG8z", [file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_platform_common_v1_authorization, file_platform_common_v1_events, file_platform_common_v1_uidp]);
+  fileDesc("CitwbGF0Zm9ybS9ldmVudHMvdjJiZXRhMS9zdWJzY3JpcHRpb25zLnByb3RvEhdwbGF0Zm9ybS5ldmVudHMudjJiZXRhMSLpBAoMU3Vic2NyaXB0aW9uEhAKA3VpZBgBIAEoCUID4EEIEhEKBHNpbmsYAiABKAlCA+BBAhINCgV0eXBlcxgDIAMoCRITCgtkZXNjcmlwdGlvbhgEIAEoCRIYCgZzZWNyZXQYBSABKAlCA+BBA0gAiAEBEhwKD2RlbGl2ZXJlZF9jb3VudBgGIAEoA0ID4EEDEhoKDXBlbmRpbmdfY291bnQYByABKANCA+BBAxIZCgxmYWlsZWRfY291bnQYCCABKANCA+BBAxIXCgpsYXN0X2Vycm9yGAkgASgJQgPgQQMSOAoPbGFzdF9lcnJvcl90aW1lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjsKEmxhc3RfZGVsaXZlcnlfdGltZRgLIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxI0CgtjcmVhdGVfdGltZRgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxI0Cgt1cGRhdGVfdGltZRgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxI/CgVzdGF0ZRgOIAEoDjIrLnBsYXRmb3JtLmV2ZW50cy52MmJldGExLlN1YnNjcmlwdGlvbi5TdGF0ZUID4EEDEhQKB2NyZWF0b3IYDyABKAlCA+BBAyJDCgVTdGF0ZRIVChFTVEFURV9VTlNQRUNJRklFRBAAEhAKDFNUQVRFX0FDVElWRRABEhEKDVNUQVRFX1NUT1BQRUQQAkIJCgdfc2VjcmV0Io8BChhMaXN0U3Vic2NyaXB0aW9uc1JlcXVlc3QSLAoEdWlkcBgBIAEoCzIeLnBsYXRmb3JtLmNvbW1vbi52MS5VSURQRmlsdGVyEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEhAKCG9yZGVyX2J5GAQgASgJEgwKBHNraXAYBSABKAUimAEKGUxpc3RTdWJzY3JpcHRpb25zUmVzcG9uc2USPAoNc3Vic2NyaXB0aW9ucxgBIAMoCzIlLnBsYXRmb3JtLmV2ZW50cy52MmJldGExLlN1YnNjcmlwdGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkSEwoLdG90YWxfY291bnQYAyABKAMSDwoHc2tpcHBlZBgEIAEoBSIqChZHZXRTdWJzY3JpcHRpb25SZXF1ZXN0EhAKA3VpZBgBIAEoCUID4EECInIKGUNyZWF0ZVN1YnNjcmlwdGlvblJlcXVlc3QSEwoGcGFyZW50GAEgASgJQgPgQQISQAoMc3Vic2NyaXB0aW9uGAIgASgLMiUucGxhdGZvcm0uZXZlbnRzLnYyYmV0YTEuU3Vic2NyaXB0aW9uQgPgQQIijgEKGVVwZGF0ZVN1YnNjcmlwdGlvblJlcXVlc3QSQAoMc3Vic2NyaXB0aW9uGAEgASgLMiUucGxhdGZvcm0uZXZlbnRzLnYyYmV0YTEuU3Vic2NyaXB0aW9uQgPgQQISLwoLdXBkYXRlX21hc2sYAiABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIi0KGURlbGV0ZVN1YnNjcmlwdGlvblJlcXVlc3QSEAoDdWlkGAEgASgJQgPgQQIyiAkKFFN1YnNjcmlwdGlvbnNTZXJ2aWNlErsBChFMaXN0U3Vic2NyaXB0aW9ucxIxLnBsYXRmb3JtLmV2ZW50cy52MmJldGExLkxpc3RTdWJzY3JpcHRpb25zUmVxdWVzdBoyLnBsYXRmb3JtLmV2ZW50cy52MmJldGExLkxpc3RTdWJzY3JpcHRpb25zUmVzcG9uc2UiP8rzGBYKEnN1YnNjcmlwdGlvbnMubGlzdBACgtPkkwIfEh0vZXZlbnRzL3YyYmV0YTEvc3Vic2NyaXB0aW9ucxK4AQoPR2V0U3Vic2NyaXB0aW9uEi8ucGxhdGZvcm0uZXZlbnRzLnYyYmV0YTEuR2V0U3Vic2NyaXB0aW9uUmVxdWVzdBolLnBsYXRmb3JtLmV2ZW50cy52MmJldGExLlN1YnNjcmlwdGlvbiJNyvMYGwoSc3Vic2NyaXB0aW9ucy5saXN0EAEaA3VpZILT5JMCKBImL2V2ZW50cy92MmJldGExL3N1YnNjcmlwdGlvbnMve3VpZD0qKn0SgAIKEkNyZWF0ZVN1YnNjcmlwdGlvbhIyLnBsYXRmb3JtLmV2ZW50cy52MmJldGExLkNyZWF0ZVN1YnNjcmlwdGlvblJlcXVlc3QaJS5wbGF0Zm9ybS5ldmVudHMudjJiZXRhMS5TdWJzY3JpcHRpb24ijgHK8xggChRzdWJzY3JpcHRpb25zLmNyZWF0ZRABGgZwYXJlbnTS8xgncGxhdGZvcm0uZXZlbnRzLnN1YnNjcmlwdGlvbi5jcmVhdGVkLnYxgtPkkwI5OgxzdWJzY3JpcHRpb24iKS9ldmVudHMvdjJiZXRhMS9zdWJzY3JpcHRpb25zL3twYXJlbnQ9Kip9EpQCChJVcGRhdGVTdWJzY3JpcHRpb24SMi5wbGF0Zm9ybS5ldmVudHMudjJiZXRhMS5VcGRhdGVTdWJzY3JpcHRpb25SZXF1ZXN0GiUucGxhdGZvcm0uZXZlbnRzLnYyYmV0YTEuU3Vic2NyaXB0aW9uIqIByvMYKgoUc3Vic2NyaXB0aW9ucy51cGRhdGUQARoQc3Vic2NyaXB0aW9uLnVpZNLzGCdwbGF0Zm9ybS5ldmVudHMuc3Vic2NyaXB0aW9uLnVwZGF0ZWQudjGC0+STAkM6DHN1YnNjcmlwdGlvbjIzL2V2ZW50cy92MmJldGExL3N1YnNjcmlwdGlvbnMve3N1YnNjcmlwdGlvbi51aWQ9Kip9EtwBChJEZWxldGVTdWJzY3JpcHRpb24SMi5wbGF0Zm9ybS5ldmVudHMudjJiZXRhMS5EZWxldGVTdWJzY3JpcHRpb25SZXF1ZXN0GhYuZ29vZ2xlLnByb3RvYnVmLkVtcHR5InrK8xgdChRzdWJzY3JpcHRpb25zLmRlbGV0ZRABGgN1aWTS8xgncGxhdGZvcm0uZXZlbnRzLnN1YnNjcmlwdGlvbi5kZWxldGVkLnYxgtPkkwIoKiYvZXZlbnRzL3YyYmV0YTEvc3Vic2NyaXB0aW9ucy97dWlkPSoqfWIGcHJvdG8z", [file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_platform_common_v1_authorization, file_platform_common_v1_events, file_platform_common_v1_uidp]);
 
 /**
  * A webhook: matching events are POSTed to `sink` as structured CloudEvents,
  * signed as Standard Webhooks specifies (`webhook-id`, `webhook-timestamp`,
  * `webhook-signature` headers), at least once, in order per subject, retried
- * with exponential backoff for up to 24 hours.
+ * with exponential backoff for up to 24 hours. It sends on behalf of its
+ * `creator`, and stops when the creator can no longer list events in its group.
  *
  * @generated from message platform.events.v2beta1.Subscription
  */
@@ -111,6 +112,19 @@ export type Subscription = Message<"platform.events.v2beta1.Subscription"> & {
    * @generated from field: google.protobuf.Timestamp update_time = 13;
    */
   updateTime?: Timestamp | undefined;
+
+  /**
+   * @generated from field: platform.events.v2beta1.Subscription.State state = 14;
+   */
+  state: Subscription_State;
+
+  /**
+   * The uid of the identity it sends for: whoever created it, or updated it
+   * last. Empty for a subscription made before creators were recorded.
+   *
+   * @generated from field: string creator = 15;
+   */
+  creator: string;
 };
 
 /**
@@ -119,6 +133,39 @@ export type Subscription = Message<"platform.events.v2beta1.Subscription"> & {
  */
 export const SubscriptionSchema: GenMessage<Subscription> = /*@__PURE__*/
   messageDesc(file_platform_events_v2beta1_subscriptions, 0);
+
+/**
+ * @generated from enum platform.events.v2beta1.Subscription.State
+ */
+export enum Subscription_State {
+  /**
+   * @generated from enum value: STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Events are delivered.
+   *
+   * @generated from enum value: STATE_ACTIVE = 1;
+   */
+  ACTIVE = 1,
+
+  /**
+   * Nothing is delivered: its creator lost events.list in its group, or was
+   * deleted (`last_error` says which). Deliveries still pending were marked
+   * failed. An update by someone who holds events.list there makes them the
+   * creator and starts it again.
+   *
+   * @generated from enum value: STATE_STOPPED = 2;
+   */
+  STOPPED = 2,
+}
+
+/**
+ * Describes the enum platform.events.v2beta1.Subscription.State.
+ */
+export const Subscription_StateSchema: GenEnum<Subscription_State> = /*@__PURE__*/
+  enumDesc(file_platform_events_v2beta1_subscriptions, 0, 0);
 
 /**
  * @generated from message platform.events.v2beta1.ListSubscriptionsRequest
