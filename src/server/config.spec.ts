@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, isLoopbackHost, loadConfig, parseCorsOrigins } from "./config.js";
+import { ConfigError, developmentWarnings, isLoopbackHost, loadConfig, parseCorsOrigins } from "./config.js";
 
 describe("development sign-in default", () => {
   it("is on only for a loopback listener without an upstream", () => {
@@ -11,6 +11,21 @@ describe("development sign-in default", () => {
     expect(loadConfig({ HOST: "::" }).devLogin).toBe(false);
     expect(loadConfig({ HOST: "10.1.2.3" }).devLogin).toBe(false);
     expect(loadConfig({ PLATFORM_OIDC_ISSUER: "https://idp.example", PLATFORM_OIDC_CLIENT_ID: "c" }).devLogin).toBe(false);
+  });
+
+  it("is off behind a reverse proxy: a loopback listener whose base or auth URL is not loopback", () => {
+    expect(loadConfig({ PLATFORM_BASE_URL: "https://platform.example.com" }).devLogin).toBe(false);
+    expect(loadConfig({ HOST: "127.0.0.1", PLATFORM_AUTH_URL: "https://login.example.com" }).devLogin).toBe(false);
+    expect(loadConfig({ PLATFORM_BASE_URL: "http://10.0.0.5:8080" }).devLogin).toBe(false);
+    expect(loadConfig({ PLATFORM_BASE_URL: "http://127.0.0.1.nip.io:8080" }).devLogin).toBe(false);
+    // Loopback URLs, however written, keep it on.
+    for (const url of ["http://localhost:8080", "http://127.0.0.1:9000/api", "http://[::1]:8080"]) {
+      expect(loadConfig({ PLATFORM_BASE_URL: url, PLATFORM_AUTH_URL: url }).devLogin, url).toBe(true);
+    }
+  });
+
+  it("follows PLATFORM_DEV_LOGIN when it is given, public URLs included", () => {
+    expect(loadConfig({ PLATFORM_BASE_URL: "https://platform.example.com", PLATFORM_DEV_LOGIN: "true" }).devLogin).toBe(true);
   });
 
   it("follows PLATFORM_DEV_LOGIN when it is given", () => {
@@ -109,5 +124,35 @@ describe("PLATFORM_CORS_ORIGINS", () => {
 
   it("suggests the origin when an entry has a path", () => {
     expect(() => parseCorsOrigins("https://App.example.com/")).toThrow(/write "https:\/\/app\.example\.com"/);
+  });
+});
+
+describe("development-only settings", () => {
+  it("warn about nothing in a production configuration", () => {
+    const production = { PLATFORM_BASE_URL: "https://platform.example.com", PLATFORM_OIDC_ISSUER: "https://idp.example", PLATFORM_OIDC_CLIENT_ID: "c" };
+    expect(developmentWarnings(loadConfig(production))).toEqual([]);
+  });
+
+  it("warn once for each setting in force: development sign-in, development egress", () => {
+    const both = developmentWarnings(loadConfig({ PLATFORM_ALLOW_INSECURE_ISSUERS: "true" }));
+    expect(both).toHaveLength(2);
+    expect(both[0]).toMatch(/^development sign-in is on \(PLATFORM_DEV_LOGIN\)/);
+    expect(both[1]).toMatch(/^development egress is on \(PLATFORM_ALLOW_INSECURE_ISSUERS\)/);
+    // The default on a developer's machine warns too: it is still a server where anyone is anyone.
+    expect(developmentWarnings(loadConfig({}))).toHaveLength(1);
+    expect(developmentWarnings(loadConfig({ PLATFORM_DEV_LOGIN: "false" }))).toEqual([]);
+  });
+
+  it("warn loudly when development sign-in is on for a server others can reach", () => {
+    for (const env of [
+      { PLATFORM_BASE_URL: "https://platform.example.com", PLATFORM_DEV_LOGIN: "true" },
+      { PLATFORM_AUTH_URL: "https://login.example.com", PLATFORM_DEV_LOGIN: "true" },
+      { HOST: "0.0.0.0", PLATFORM_DEV_LOGIN: "true" },
+      { HOST: "0.0.0.0", PLATFORM_DEV_LOGIN: "true", PLATFORM_OIDC_ISSUER: "https://idp.example", PLATFORM_OIDC_CLIENT_ID: "c" },
+    ]) {
+      const [warning, ...more] = developmentWarnings(loadConfig(env));
+      expect(more, JSON.stringify(env)).toEqual([]);
+      expect(warning, JSON.stringify(env)).toMatch(/^DEVELOPMENT SIGN-IN IS ON FOR A SERVER OTHERS CAN REACH/);
+    }
   });
 });
