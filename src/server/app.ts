@@ -244,6 +244,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       baseUrl: urls.baseUrl,
       upstream: config.oidc,
       devLogin: config.devLogin,
+      trustedIdpHosts: config.trustedIdpHosts,
       admins: config.platformAdmins,
       egress,
       log,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, developmentWarnings, isLoopbackHost, loadConfig, parseCorsOrigins } from "./config.js";
+import { ConfigError, developmentWarnings, isLoopbackHost, loadConfig, parseCorsOrigins, parseTrustedIdpHosts } from "./config.js";
 
 describe("development sign-in default", () => {
   it("is on only for a loopback listener without an upstream", () => {
@@ -153,6 +153,36 @@ describe("development-only settings", () => {
       const [warning, ...more] = developmentWarnings(loadConfig(env));
       expect(more, JSON.stringify(env)).toEqual([]);
       expect(warning, JSON.stringify(env)).toMatch(/^DEVELOPMENT SIGN-IN IS ON FOR A SERVER OTHERS CAN REACH/);
+    }
+  });
+});
+
+describe("PLATFORM_TRUSTED_IDP_HOSTS", () => {
+  it("is empty by default: every organization's provider gets the interstitial page", () => {
+    expect(loadConfig({}).trustedIdpHosts).toEqual([]);
+    expect(loadConfig({ PLATFORM_TRUSTED_IDP_HOSTS: " , " }).trustedIdpHosts).toEqual([]);
+  });
+
+  it("keeps host names as URLs serialise them: lower-case, punycode, IP literals", () => {
+    expect(parseTrustedIdpHosts("Login.Example.COM, sso.acme.example,bücher.example,127.0.0.1,[::1],login.example.com")).toEqual([
+      "login.example.com",
+      "sso.acme.example",
+      "xn--bcher-kva.example",
+      "127.0.0.1",
+      "[::1]",
+    ]);
+  });
+
+  it("refuses anything but a bare host, naming the entry", () => {
+    for (const entry of ["https://login.example.com", "login.example.com:443", "login.example.com/x", "*.example.com", "user@login.example.com", "a b", "login\u0000.example.com", "[::1"]) {
+      let thrown: unknown;
+      try {
+        loadConfig({ PLATFORM_TRUSTED_IDP_HOSTS: `fine.example.com,${entry}` });
+      } catch (e) {
+        thrown = e;
+      }
+      expect(thrown, JSON.stringify(entry)).toBeInstanceOf(ConfigError);
+      expect((thrown as Error).message, JSON.stringify(entry)).toContain(`PLATFORM_TRUSTED_IDP_HOSTS: ${JSON.stringify(entry)}`);
     }
   });
 });

@@ -33,6 +33,13 @@ export interface Config {
    * base and auth URLs are loopback too (devLoginDefault).
    */
   devLogin: boolean;
+  /**
+   * PLATFORM_TRUSTED_IDP_HOSTS: host names of organizations' identity
+   * providers the operator vouches for; a login through any other goes
+   * through a page naming its host first (docs/security.md, "Signing in at
+   * an organization's provider").
+   */
+  trustedIdpHosts: readonly string[];
   /** Who may found organizations (PLATFORM_ORG_CREATION). */
   orgCreation: OrgCreationPolicy;
   /**
@@ -105,6 +112,33 @@ function isLoopbackUrl(url: string | undefined): boolean {
  */
 export function devLoginDefault(c: Pick<Config, "oidc" | "host" | "baseUrl" | "authUrl">): boolean {
   return !c.oidc && isLoopbackHost(c.host) && isLoopbackUrl(c.baseUrl) && isLoopbackUrl(c.authUrl);
+}
+
+/**
+ * PLATFORM_TRUSTED_IDP_HOSTS: comma-separated host names (or IP literals),
+ * matched exactly against the host of an organization's identity provider;
+ * no wildcards, ports, schemes or paths. Stored as the URL standard
+ * serialises a host (lower-case, punycode).
+ */
+export function parseTrustedIdpHosts(raw: string | undefined): string[] {
+  const hosts = new Set<string>();
+  for (const part of (raw ?? "").split(",")) {
+    const entry = part.trim();
+    if (entry === "") continue;
+    const bad = (why: string) => new ConfigError(`PLATFORM_TRUSTED_IDP_HOSTS: ${JSON.stringify(entry.slice(0, 200))} is not a host name: ${why}`);
+    if (/[\u0000-\u0020\u007f]/.test(entry)) throw bad("it contains a space or a control character");
+    if (entry.includes("*")) throw bad("wildcards are not supported; list each host");
+    if (/[/:@?#]/.test(entry.replace(/^\[[0-9a-fA-F:.]+\]$/, ""))) throw bad("give the host alone, without scheme, port, path or user");
+    let hostname: string;
+    try {
+      hostname = new URL(`https://${entry}`).hostname;
+    } catch {
+      throw bad("the host is not valid");
+    }
+    if (hostname === "") throw bad("the host is missing");
+    hosts.add(hostname);
+  }
+  return [...hosts];
 }
 
 /**
@@ -242,6 +276,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     oidc,
     platformAdmins: PlatformAdmins.parse(env["PLATFORM_ADMINS"], oidc?.issuer, (message) => new ConfigError(message)),
     devLogin: parseBool("PLATFORM_DEV_LOGIN", env["PLATFORM_DEV_LOGIN"], devLoginDefault({ oidc, host, baseUrl, authUrl })),
+    trustedIdpHosts: parseTrustedIdpHosts(env["PLATFORM_TRUSTED_IDP_HOSTS"]),
     orgCreation: parseOrgCreation(env["PLATFORM_ORG_CREATION"]),
     corsOrigins: parseCorsOrigins(env["PLATFORM_CORS_ORIGINS"]),
     timeouts: {
