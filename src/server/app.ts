@@ -17,7 +17,7 @@ import { createJsonRenderer, createRestHandler } from "../rest/index.js";
 import { API_SERVICES, type ServiceContext } from "../services/index.js";
 import { registerHealth, registerReflection } from "./grpc/index.js";
 import { sealPlaintextClientSecrets } from "../services/iam/identity-provider-secret.js";
-import { resolveUrls, type Config, type ResolvedUrls } from "./config.js";
+import { developmentWarnings, resolveUrls, type Config, type ResolvedUrls } from "./config.js";
 import { AccessLog } from "./access-log.js";
 import { CallPipeline } from "./call-pipeline.js";
 import { Metrics } from "./metrics.js";
@@ -64,6 +64,8 @@ export interface App {
 export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   const clock = opts.clock ?? (() => new Date());
   const log = opts.logger;
+  // Every development-only setting in force, one warning each, at every start.
+  for (const warning of developmentWarnings(config)) log.warn({ development: true }, warning);
   // The data directory holds PGlite's files, the master key file and admin tokens: this user's only.
   // Not touched when none is used (PostgreSQL, PLATFORM_MASTER_KEY, no bootstrap), so read-only file systems work.
   if (!config.databaseUrl || !config.masterKey || config.bootstrap) await ensurePrivateDir(config.dataDir);
@@ -257,6 +259,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       baseUrl: urls.baseUrl,
       upstream: config.oidc,
       devLogin: config.devLogin,
+      trustedIdpHosts: config.trustedIdpHosts,
       admins: config.platformAdmins,
       egress,
       budgets,

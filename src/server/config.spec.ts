@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, isLoopbackHost, loadConfig, parseCorsOrigins } from "./config.js";
+import { ConfigError, developmentWarnings, isLoopbackHost, loadConfig, parseCorsOrigins, parseTrustedIdpHosts } from "./config.js";
 
 describe("development sign-in default", () => {
   it("is on only for a loopback listener without an upstream", () => {
@@ -11,6 +11,21 @@ describe("development sign-in default", () => {
     expect(loadConfig({ HOST: "::" }).devLogin).toBe(false);
     expect(loadConfig({ HOST: "10.1.2.3" }).devLogin).toBe(false);
     expect(loadConfig({ PLATFORM_OIDC_ISSUER: "https://idp.example", PLATFORM_OIDC_CLIENT_ID: "c" }).devLogin).toBe(false);
+  });
+
+  it("is off behind a reverse proxy: a loopback listener whose base or auth URL is not loopback", () => {
+    expect(loadConfig({ PLATFORM_BASE_URL: "https://platform.example.com" }).devLogin).toBe(false);
+    expect(loadConfig({ HOST: "127.0.0.1", PLATFORM_AUTH_URL: "https://login.example.com" }).devLogin).toBe(false);
+    expect(loadConfig({ PLATFORM_BASE_URL: "http://10.0.0.5:8080" }).devLogin).toBe(false);
+    expect(loadConfig({ PLATFORM_BASE_URL: "http://127.0.0.1.nip.io:8080" }).devLogin).toBe(false);
+    // Loopback URLs, however written, keep it on.
+    for (const url of ["http://localhost:8080", "http://127.0.0.1:9000/api", "http://[::1]:8080"]) {
+      expect(loadConfig({ PLATFORM_BASE_URL: url, PLATFORM_AUTH_URL: url }).devLogin, url).toBe(true);
+    }
+  });
+
+  it("follows PLATFORM_DEV_LOGIN when it is given, public URLs included", () => {
+    expect(loadConfig({ PLATFORM_BASE_URL: "https://platform.example.com", PLATFORM_DEV_LOGIN: "true" }).devLogin).toBe(true);
   });
 
   it("follows PLATFORM_DEV_LOGIN when it is given", () => {
@@ -158,5 +173,65 @@ describe("outbound budgets and token exchange rate limits", () => {
       expect(() => loadConfig({ [name]: raw }), name).toThrow(new RegExp(name));
     }
     expect(() => loadConfig({ PLATFORM_EGRESS_ORG_IN_FLIGHT: "8", PLATFORM_EGRESS_ORGS_IN_FLIGHT: "4" })).toThrow(/must not exceed PLATFORM_EGRESS_ORGS_IN_FLIGHT/);
+  });
+});
+
+describe("development-only settings", () => {
+  it("warn about nothing in a production configuration", () => {
+    const production = { PLATFORM_BASE_URL: "https://platform.example.com", PLATFORM_OIDC_ISSUER: "https://idp.example", PLATFORM_OIDC_CLIENT_ID: "c" };
+    expect(developmentWarnings(loadConfig(production))).toEqual([]);
+  });
+
+  it("warn once for each setting in force: development sign-in, development egress", () => {
+    const both = developmentWarnings(loadConfig({ PLATFORM_ALLOW_INSECURE_ISSUERS: "true" }));
+    expect(both).toHaveLength(2);
+    expect(both[0]).toMatch(/^development sign-in is on \(PLATFORM_DEV_LOGIN\)/);
+    expect(both[1]).toMatch(/^development egress is on \(PLATFORM_ALLOW_INSECURE_ISSUERS\)/);
+    // The default on a developer's machine warns too: it is still a server where anyone is anyone.
+    expect(developmentWarnings(loadConfig({}))).toHaveLength(1);
+    expect(developmentWarnings(loadConfig({ PLATFORM_DEV_LOGIN: "false" }))).toEqual([]);
+  });
+
+  it("warn loudly when development sign-in is on for a server others can reach", () => {
+    for (const env of [
+      { PLATFORM_BASE_URL: "https://platform.example.com", PLATFORM_DEV_LOGIN: "true" },
+      { PLATFORM_AUTH_URL: "https://login.example.com", PLATFORM_DEV_LOGIN: "true" },
+      { HOST: "0.0.0.0", PLATFORM_DEV_LOGIN: "true" },
+      { HOST: "0.0.0.0", PLATFORM_DEV_LOGIN: "true", PLATFORM_OIDC_ISSUER: "https://idp.example", PLATFORM_OIDC_CLIENT_ID: "c" },
+    ]) {
+      const [warning, ...more] = developmentWarnings(loadConfig(env));
+      expect(more, JSON.stringify(env)).toEqual([]);
+      expect(warning, JSON.stringify(env)).toMatch(/^DEVELOPMENT SIGN-IN IS ON FOR A SERVER OTHERS CAN REACH/);
+    }
+  });
+});
+
+describe("PLATFORM_TRUSTED_IDP_HOSTS", () => {
+  it("is empty by default: every organization's provider gets the interstitial page", () => {
+    expect(loadConfig({}).trustedIdpHosts).toEqual([]);
+    expect(loadConfig({ PLATFORM_TRUSTED_IDP_HOSTS: " , " }).trustedIdpHosts).toEqual([]);
+  });
+
+  it("keeps host names as URLs serialise them: lower-case, punycode, IP literals", () => {
+    expect(parseTrustedIdpHosts("Login.Example.COM, sso.acme.example,bücher.example,127.0.0.1,[::1],login.example.com")).toEqual([
+      "login.example.com",
+      "sso.acme.example",
+      "xn--bcher-kva.example",
+      "127.0.0.1",
+      "[::1]",
+    ]);
+  });
+
+  it("refuses anything but a bare host, naming the entry", () => {
+    for (const entry of ["https://login.example.com", "login.example.com:443", "login.example.com/x", "*.example.com", "user@login.example.com", "a b", "login\u0000.example.com", "[::1"]) {
+      let thrown: unknown;
+      try {
+        loadConfig({ PLATFORM_TRUSTED_IDP_HOSTS: `fine.example.com,${entry}` });
+      } catch (e) {
+        thrown = e;
+      }
+      expect(thrown, JSON.stringify(entry)).toBeInstanceOf(ConfigError);
+      expect((thrown as Error).message, JSON.stringify(entry)).toContain(`PLATFORM_TRUSTED_IDP_HOSTS: ${JSON.stringify(entry)}`);
+    }
   });
 });

@@ -30,9 +30,17 @@ export interface Config {
   platformAdmins: PlatformAdmins;
   /**
    * Serve the development sign-in provider (anyone signs in as any name).
-   * Default: only on a loopback listener with no upstream configured.
+   * Default: only with no upstream configured, on a loopback listener whose
+   * base and auth URLs are loopback too (devLoginDefault).
    */
   devLogin: boolean;
+  /**
+   * PLATFORM_TRUSTED_IDP_HOSTS: host names of organizations' identity
+   * providers the operator vouches for; a login through any other goes
+   * through a page naming its host first (docs/security.md, "Signing in at
+   * an organization's provider").
+   */
+  trustedIdpHosts: readonly string[];
   /** Who may found organizations (PLATFORM_ORG_CREATION). */
   orgCreation: OrgCreationPolicy;
   /**
@@ -111,6 +119,71 @@ function parseOrgCreation(raw: string | undefined): OrgCreationPolicy {
 export function isLoopbackHost(host: string): boolean {
   const bare = host.replace(/^\[|\]$/g, "");
   return bare === "localhost" || bare === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare);
+}
+
+/** Whether URL `url` (undefined: the default, http://localhost:<port>) names this machine only. */
+function isLoopbackUrl(url: string | undefined): boolean {
+  return url === undefined || isLoopbackHost(new URL(url).hostname);
+}
+
+/**
+ * The development provider signs anyone in as anyone, so it is on by default
+ * only where nobody else can reach it: no upstream, a loopback listener, and
+ * base and auth URLs on loopback too. A loopback listener behind a reverse
+ * proxy with a public URL is reachable by everyone the proxy serves.
+ */
+export function devLoginDefault(c: Pick<Config, "oidc" | "host" | "baseUrl" | "authUrl">): boolean {
+  return !c.oidc && isLoopbackHost(c.host) && isLoopbackUrl(c.baseUrl) && isLoopbackUrl(c.authUrl);
+}
+
+/**
+ * PLATFORM_TRUSTED_IDP_HOSTS: comma-separated host names (or IP literals),
+ * matched exactly against the host of an organization's identity provider;
+ * no wildcards, ports, schemes or paths. Stored as the URL standard
+ * serialises a host (lower-case, punycode).
+ */
+export function parseTrustedIdpHosts(raw: string | undefined): string[] {
+  const hosts = new Set<string>();
+  for (const part of (raw ?? "").split(",")) {
+    const entry = part.trim();
+    if (entry === "") continue;
+    const bad = (why: string) => new ConfigError(`PLATFORM_TRUSTED_IDP_HOSTS: ${JSON.stringify(entry.slice(0, 200))} is not a host name: ${why}`);
+    if (/[\u0000-\u0020\u007f]/.test(entry)) throw bad("it contains a space or a control character");
+    if (entry.includes("*")) throw bad("wildcards are not supported; list each host");
+    if (/[/:@?#]/.test(entry.replace(/^\[[0-9a-fA-F:.]+\]$/, ""))) throw bad("give the host alone, without scheme, port, path or user");
+    let hostname: string;
+    try {
+      hostname = new URL(`https://${entry}`).hostname;
+    } catch {
+      throw bad("the host is not valid");
+    }
+    if (hostname === "") throw bad("the host is missing");
+    hosts.add(hostname);
+  }
+  return [...hosts];
+}
+
+/**
+ * One line for each development-only setting in force, logged as a warning at
+ * every start (docs/security.md, "Development settings"): none of them
+ * belongs in production, and a setting inherited from a developer's .env is
+ * easy to miss.
+ */
+export function developmentWarnings(c: Pick<Config, "oidc" | "host" | "baseUrl" | "authUrl" | "devLogin" | "allowInsecureIssuers">): string[] {
+  const warnings: string[] = [];
+  if (c.devLogin) {
+    warnings.push(
+      devLoginDefault({ ...c, oidc: undefined })
+        ? "development sign-in is on (PLATFORM_DEV_LOGIN): anyone who reaches /oauth signs in as any name they type; for development on this machine only"
+        : "DEVELOPMENT SIGN-IN IS ON FOR A SERVER OTHERS CAN REACH (PLATFORM_DEV_LOGIN=true with a non-loopback HOST, PLATFORM_BASE_URL or PLATFORM_AUTH_URL): anyone who reaches /oauth signs in as any name they type and may found organizations; set PLATFORM_DEV_LOGIN=false and configure PLATFORM_OIDC_ISSUER",
+    );
+  }
+  if (c.allowInsecureIssuers) {
+    warnings.push(
+      "development egress is on (PLATFORM_ALLOW_INSECURE_ISSUERS): OIDC issuers, sign-in providers and webhook sinks may be http:// and on this machine's loopback addresses; for development only",
+    );
+  }
+  return warnings;
 }
 
 function parseUrl(name: string, raw: string | undefined): string | undefined {
@@ -224,20 +297,23 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   const allowInsecureIssuers = parseBool("PLATFORM_ALLOW_INSECURE_ISSUERS", env["PLATFORM_ALLOW_INSECURE_ISSUERS"], false);
   const oidc = parseOidc(env, allowInsecureIssuers);
   const host = env["HOST"] || "127.0.0.1";
+  const baseUrl = parseUrl("PLATFORM_BASE_URL", env["PLATFORM_BASE_URL"]);
+  const authUrl = parseUrl("PLATFORM_AUTH_URL", env["PLATFORM_AUTH_URL"]);
   return {
     port: parseInteger("PORT", env["PORT"], 8080, 65535),
     host,
     databaseUrl,
     dataDir: resolve(env["PLATFORM_DATA_DIR"] || "./.data"),
     masterKey: parseMasterKey(env["PLATFORM_MASTER_KEY"]),
-    baseUrl: parseUrl("PLATFORM_BASE_URL", env["PLATFORM_BASE_URL"]),
-    authUrl: parseUrl("PLATFORM_AUTH_URL", env["PLATFORM_AUTH_URL"]),
+    baseUrl,
+    authUrl,
     registryAudience: env["PLATFORM_REGISTRY_AUDIENCE"] || undefined,
     bootstrap: parseBool("PLATFORM_BOOTSTRAP", env["PLATFORM_BOOTSTRAP"], true),
     allowInsecureIssuers,
     oidc,
     platformAdmins: PlatformAdmins.parse(env["PLATFORM_ADMINS"], oidc?.issuer, (message) => new ConfigError(message)),
-    devLogin: parseBool("PLATFORM_DEV_LOGIN", env["PLATFORM_DEV_LOGIN"], !oidc && isLoopbackHost(host)),
+    devLogin: parseBool("PLATFORM_DEV_LOGIN", env["PLATFORM_DEV_LOGIN"], devLoginDefault({ oidc, host, baseUrl, authUrl })),
+    trustedIdpHosts: parseTrustedIdpHosts(env["PLATFORM_TRUSTED_IDP_HOSTS"]),
     orgCreation: parseOrgCreation(env["PLATFORM_ORG_CREATION"]),
     corsOrigins: parseCorsOrigins(env["PLATFORM_CORS_ORIGINS"]),
     timeouts: {

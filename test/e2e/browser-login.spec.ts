@@ -58,7 +58,7 @@ let browser: Browser;
 let server: TestServer;
 /** No upstream: the development provider is on by default. */
 let devServer: TestServer;
-/** Global upstream and PLATFORM_DEV_LOGIN=true. */
+/** Global upstream and PLATFORM_DEV_LOGIN=true; the upstream's host is a trusted IdP host. */
 let bothServer: TestServer;
 
 const upstreamEnv = () => ({
@@ -81,7 +81,7 @@ beforeAll(async () => {
   cli = await startCliListener();
   server = await startTestServer(upstreamEnv());
   devServer = await startTestServer();
-  bothServer = await startTestServer({ ...upstreamEnv(), PLATFORM_DEV_LOGIN: "true" });
+  bothServer = await startTestServer({ ...upstreamEnv(), PLATFORM_DEV_LOGIN: "true", PLATFORM_TRUSTED_IDP_HOSTS: "127.0.0.1" });
   browser = await launchChromium();
 });
 
@@ -166,9 +166,18 @@ async function withLogin<T>(target: TestServer, params: Record<string, string>, 
   }
 }
 
+/**
+ * Through an organization's provider (`org`), the server first shows the page naming the
+ * provider's host (the organization is not verified, the host not trusted): continue from it.
+ */
+async function continueToOrganization(login: Login, params: Record<string, string>): Promise<void> {
+  if (params["org"]) await login.page.locator("#continue").click();
+}
+
 /** A whole upstream login of `user`; the CLI's callback parameters. */
 const upstreamLogin = (target: TestServer, user: string, params: Record<string, string> = {}) =>
   withLogin(target, params, async (login) => {
+    await continueToOrganization(login, params);
     await signInUpstream(login.page, user);
     return cliResult(login);
   });
@@ -226,6 +235,7 @@ function expectError(result: URLSearchParams, state: string, code: string): void
 /** An upstream login of `user` that ends at the CLI with error `code`, leaving no identity behind. */
 async function expectUpstreamRefusal(user: string, params: Record<string, string>, code: string): Promise<void> {
   await withLogin(server, params, async (login) => {
+    await continueToOrganization(login, params);
     await signInUpstream(login.page, user);
     expectError(await cliResult(login), login.state, code);
   });
@@ -418,6 +428,78 @@ describe("browser login through an upstream OIDC provider", () => {
   });
 });
 
+describe("signing in at an organization's identity provider", () => {
+  /** An organization (or `group` of one) with a provider named `name` at the test upstream. */
+  async function orgWithIdp(target: TestServer, name: string): Promise<string> {
+    const org = await newOrg(target, "leaving");
+    await ok(
+      admin(target)("POST", `/iam/v2beta1/identityProviders/${org}`, {
+        name,
+        oidc: { issuer: upstream.issuer, clientId: "org-login", clientSecret: "org-secret" },
+      }),
+    );
+    return org;
+  }
+
+  const start = (target: TestServer, state: string, org: string) => fetch(loginUrl(target, state, { org }), { redirect: "manual" });
+
+  it("an unverified organization's provider is shown first, by host, with Continue and Cancel, and never redirected to", async () => {
+    const name = `<script>alert("x")</script> & 'sso'`;
+    const org = await orgWithIdp(server, name);
+    const res = await start(server, "s-leaving", org);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("location")).toBeNull();
+    expect(res.headers.get("content-type")).toContain("text/html");
+    expect(res.headers.get("content-security-policy")).toContain("default-src 'none'");
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    // The pending login starts here, so that Continue finds it.
+    expect(res.headers.get("set-cookie")).toMatch(/^platform_login_[A-Za-z0-9_-]{43}=/);
+    const html = await res.text();
+    const host = new URL(upstream.issuer).host;
+    expect(html).toContain(`<strong id="host">${host}</strong>`);
+    // No way to leave by itself: no script, no refresh.
+    expect(html).not.toMatch(/<script|http-equiv|<meta[^>]+refresh/i);
+    expect(html).toContain("&#60;script&#62;alert(&#34;x&#34;)&#60;/script&#62; &#38; &#39;sso&#39;");
+    const group = await ok(admin(server)("GET", `/iam/v2beta1/groups/${org}`));
+    expect(html).toContain(`<strong id="group">${group["name"] as string}</strong> (<code>${org}</code>)`);
+
+    // The links' targets, unescaped (the page writes & as &#38;).
+    const href = (id: string) => new URL(new RegExp(`id="${id}" href="([^"]*)"`).exec(html)![1]!.replaceAll("&#38;", "&"));
+    const next = href("continue");
+    expect(next.origin).toBe(upstream.issuer);
+    expect(next.searchParams.get("client_id")).toBe("org-login");
+    const cancel = href("cancel");
+    expect(cancel.origin + cancel.pathname).toBe(cli.callback);
+    expect(cancel.searchParams.get("state")).toBe("s-leaving");
+    expect(cancel.searchParams.get("error")).toBe("access_denied");
+    expect(cancel.searchParams.get("token")).toBeNull();
+  });
+
+  it("goes straight to the provider of an organization marked verified", async () => {
+    const org = await orgWithIdp(server, "sso");
+    await server.app.database.db.update(schema.groups).set({ verified: true }).where(eq(schema.groups.uid, org));
+    const res = await start(server, "s-verified", org);
+    expect(res.status).toBe(302);
+    expect(new URL(res.headers.get("location")!).origin).toBe(upstream.issuer);
+  });
+
+  it("goes straight to a provider at a host of PLATFORM_TRUSTED_IDP_HOSTS", async () => {
+    const org = await orgWithIdp(bothServer, "sso");
+    const res = await start(bothServer, "s-trusted", org);
+    expect(res.status).toBe(302);
+    expect(new URL(res.headers.get("location")!).origin).toBe(upstream.issuer);
+  });
+
+  it("in a browser, Cancel ends the login at the CLI with access_denied and nothing signed in", async () => {
+    const org = await orgWithIdp(server, "sso");
+    await withLogin(server, { org }, async (login) => {
+      expect(await login.page.locator("#host").textContent()).toBe(new URL(upstream.issuer).host);
+      await login.page.locator("#cancel").click();
+      expectError(await cliResult(login), login.state, "access_denied");
+    });
+  });
+});
+
 describe("group invites redeemed at login", () => {
   it("an invite for editor at an organization binds it: the person can then create a repo there", async () => {
     const org = await newOrg(server, "invite-org");
@@ -459,6 +541,30 @@ describe("group invites redeemed at login", () => {
     const own = await newInvite(server, team, { roleUid: "editor", email: "victor@example.com", ttl: "3600s" });
     const token = tokenOf(await upstreamLogin(server, "victor", { org: home, invite: own }));
     expect(await bindingsOf(server, subjectOf(token))).toEqual([{ group: team, role: "editor" }]);
+  });
+
+  it("a subgroup's identity provider does not satisfy an invite at its organization; the organization's own does", async () => {
+    // Alice (here the admin) invites the CEO as owner of the organization; Bob, owner of a team only,
+    // configures a provider in his team that vouches for the CEO's address and redeems the code through it.
+    const org = await newOrg(server, "invite-above");
+    const team = (await ok(admin(server)("POST", `/iam/v2beta1/groups/${org}`, { name: "bobs-team" })))["uid"] as string;
+    const idpAt = (group: string) =>
+      ok(
+        admin(server)("POST", `/iam/v2beta1/identityProviders/${group}`, {
+          name: "sso",
+          oidc: { issuer: upstream.issuer, clientId: "org-login", clientSecret: "org-secret", additionalScopes: ["email"] },
+        }),
+      );
+    await idpAt(team);
+    const code = await newInvite(server, org, { roleUid: "owner", email: "ceo@corp.example", ttl: "3600s", singleUse: true });
+    await expectUpstreamRefusal("ceo@corp.example", { org: team, invite: code }, "invite_email_mismatch");
+    const invites = await ok(admin(server)("GET", `/iam/v2beta1/groupInvites?uidp.children_of=${org}`));
+    expect((invites["groupInvites"] as JsonObject[])[0]?.["redeemTime"] ?? null).toBeNull();
+
+    // Through a provider of the organization itself, the same person redeems it.
+    await idpAt(org);
+    const token = tokenOf(await upstreamLogin(server, "ceo@corp.example", { org, invite: code }));
+    expect(await bindingsOf(server, subjectOf(token))).toEqual([{ group: org, role: "owner" }]);
   });
 
   it("the development provider never satisfies an email-restricted invite", async () => {

@@ -142,7 +142,8 @@ describe("browser login: upstream identity providers go through the guard", () =
 
   beforeAll(async () => {
     devLog = capturedLog();
-    dev = await startTestServer({ PLATFORM_ALLOW_INSECURE_ISSUERS: "true" }, { logger: devLog.logger });
+    // The fake providers are on loopback: trusted, so the login goes straight to them (no interstitial page).
+    dev = await startTestServer({ PLATFORM_ALLOW_INSECURE_ISSUERS: "true", PLATFORM_TRUSTED_IDP_HOSTS: "127.0.0.1" }, { logger: devLog.logger });
     strict = await sharedServer();
   });
   afterAll(async () => {

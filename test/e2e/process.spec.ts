@@ -113,6 +113,9 @@ describe.concurrent("npm start", () => {
     it("runs node on the compiled server, which writes the admin token; SIGTERM to npm drains and exits 0 with the port free", async () => {
       const dataDir = await newDataDir();
       const s = await npmStart(dataDir);
+      // The defaults on a developer's machine turn the development sign-in on: said at every start.
+      expect(s.log).toMatch(/"level":40,[^\n]*"development":true,[^\n]*"msg":"development sign-in is on \(PLATFORM_DEV_LOGIN\)/);
+      expect(s.log).not.toContain("development egress is on");
       expect((await fetch(`http://127.0.0.1:${s.port}/readyz`)).status).toBe(200);
       const token = (await readFile(join(dataDir, "admin-token"), "utf8")).trim();
       const groups = await fetch(`http://127.0.0.1:${s.port}/iam/v2beta1/groups`, { headers: { authorization: `Bearer ${token}` } });
@@ -134,7 +137,8 @@ describe.concurrent("npm start", () => {
       const dataDir = await newDataDir();
       const file = join(dataDir, "test.env");
       // LOG_LEVEL=silent from the file would hide the port line: the environment's info wins.
-      await writeFile(file, "PLATFORM_BASE_URL=http://from-the-env-file.example\nLOG_LEVEL=silent\n");
+      // A development setting left in a .env file is easy to miss: it is a warning at start.
+      await writeFile(file, "PLATFORM_BASE_URL=http://from-the-env-file.example\nLOG_LEVEL=silent\nPLATFORM_ALLOW_INSECURE_ISSUERS=true\n");
       s = await npmStart(dataDir, { PLATFORM_ENV_FILE: file });
     }, 60_000);
     afterAll(() => {
@@ -143,6 +147,11 @@ describe.concurrent("npm start", () => {
 
     it("reads settings from the .env file (PLATFORM_ENV_FILE here); the environment wins", () => {
       expect(s.log).toContain('"url":"http://from-the-env-file.example"');
+    });
+
+    it("warns at start of each development-only setting in force: development egress; not the development sign-in, off behind a public base URL", () => {
+      expect(s.log).toMatch(/"level":40,[^\n]*"development":true,[^\n]*"msg":"development egress is on \(PLATFORM_ALLOW_INSECURE_ISSUERS\)/);
+      expect(s.log).not.toMatch(/development sign-in is on|DEVELOPMENT SIGN-IN/);
     });
 
     it("leaves no orphan when npm is killed outright", async () => {

@@ -1,12 +1,13 @@
 import grpc from "@grpc/grpc-js";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { randomBytes } from "node:crypto";
 import { sql } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { IdentitiesService } from "../../gen/platform/iam/v2beta1/identities_pb.js";
 import { RoleBindingsService } from "../../gen/platform/iam/v2beta1/role_bindings_pb.js";
-import { queryRows } from "../../src/db/index.js";
+import { queryRows, schema } from "../../src/db/index.js";
 import { connectClient, grpcStatusDetails, restClient, type JsonObject, type RestClient } from "../support/clients.js";
 import { grpcSuite } from "../support/grpc-suite.js";
 import { TIMESTAMP, bind, bootstrapIdentityUid, createGroup, createIdentity, createRole, expectInvalid, expectPrecondition, ok, restDetail, uidOf } from "../support/rest-iam.js";
@@ -355,6 +356,64 @@ async function danglingBindings(): Promise<number> {
   );
   return Number(rows[0]?.n);
 }
+
+describe("binding people (root-level identities)", () => {
+  /** A person as browser sign-in makes one: root-level, with a name, issuer and subject of their own. */
+  async function person(name: string): Promise<string> {
+    const uid = randomBytes(8).toString("hex");
+    const now = server.clock.now();
+    await server.app.database.db
+      .insert(schema.identities)
+      .values({ uid, parentUid: null, name, claimIssuer: "https://people.example", claimSubject: `${name}-subject`, createTime: now, updateTime: now });
+    return uid;
+  }
+
+  /** An organization (under the suite's home) with a workload identity as its owner, and that owner's client. */
+  async function ownedOrg(name: string): Promise<{ org: string; owner: RestClient }> {
+    const org = uidOf(await createGroup(call, name, home));
+    const robot = uidOf(await createIdentity(call, org, { name: `${name}-owner` }));
+    await ok(bind(call, org, robot, "owner"));
+    const token = (await server.app.tokens.mint(robot, server.app.urls.baseUrl)).token;
+    return { org, owner: restClient(server.url, token) };
+  }
+
+  it("an owner cannot bind a person who holds nothing in the organization, nor learn who they are", async () => {
+    const { org, owner } = await ownedOrg("stranger-org");
+    const stranger = await person("stranger");
+    // In another organization, the stranger is somebody.
+    const other = uidOf(await createGroup(call, "strangers-home"));
+    await ok(bind(call, other, stranger, "viewer"));
+
+    const refused = await bind(owner, org, stranger, "viewer");
+    const description = expectPrecondition(refused, "NOT_IN_ORGANIZATION");
+    expect(description).toContain("invite");
+    expect(JSON.stringify(refused.body)).not.toMatch(/stranger-subject|people\.example|"stranger"/);
+    // A uid that names nobody gets the very same answer: the refusal tells nothing about strangers.
+    const nobody = randomBytes(8).toString("hex");
+    const unknown = await bind(owner, org, nobody, "viewer");
+    expect(expectPrecondition(unknown, "NOT_IN_ORGANIZATION")).toBe(description.replace(stranger, nobody));
+    // Nor in a batch, nor at a group below.
+    const team = uidOf(await createGroup(owner, "team", org));
+    const batch = await owner("POST", `/iam/v2beta1/roleBindings/${team}:batchCreate`, { requests: [{ identityUid: stranger, roleUid: "viewer" }] });
+    expect(expectPrecondition(batch, "NOT_IN_ORGANIZATION")).toContain("requests[0].identity_uid");
+    expect((await listBindings(`identity=${stranger}`)).uids).toHaveLength(1);
+  });
+
+  it("a person already in the organization stays bindable anywhere in it, hydrated", async () => {
+    const { org, owner } = await ownedOrg("member-org");
+    const team = uidOf(await createGroup(owner, "team", org));
+    const member = await person("member");
+    // They came in at the team (as an invite or the organization's provider would bind them).
+    await ok(bind(call, team, member, "viewer"));
+    const binding = await ok(bind(owner, org, member, "editor"));
+    expect(binding["identity"]).toEqual({ uid: member, name: "member", description: "", subject: "member-subject", issuer: "https://people.example" });
+  });
+
+  it("a platform administrator may bind any person", async () => {
+    const org = uidOf(await createGroup(call, "admin-binds", home));
+    await ok(bind(call, org, await person("provisioned"), "viewer"));
+  });
+});
 
 describe("role bindings under concurrent deletes", () => {
   // Creates race deletes of what they reference; every create either commits

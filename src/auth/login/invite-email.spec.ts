@@ -23,10 +23,19 @@ describe("inviteEmailSatisfied", () => {
     expect(inviteEmailSatisfied(invite, person("erin@example.com"), GLOBAL)).toBe(true);
   });
 
-  it("trusts an IdentityProvider of the invite's own organization, wherever in it either lives", () => {
+  it("trusts an IdentityProvider of the invite's group or of a group above it", () => {
     expect(inviteEmailSatisfied(invite, person("erin@example.com"), orgIdp(ORG))).toBe(true);
     expect(inviteEmailSatisfied(invite, person("erin@example.com"), orgIdp(TEAM))).toBe(true);
-    expect(inviteEmailSatisfied({ ...invite, parentUid: ORG }, person("erin@example.com"), orgIdp(`${ORG}/1111111111111111`))).toBe(true);
+    expect(inviteEmailSatisfied({ ...invite, parentUid: `${TEAM}/2222222222222222` }, person("erin@example.com"), orgIdp(TEAM))).toBe(true);
+  });
+
+  it("does not trust an IdentityProvider below the invite's group, nor one of a sibling group", () => {
+    // A subgroup's owner may configure a provider that asserts any email: an invite at the organization must not believe it.
+    expect(inviteEmailSatisfied({ ...invite, parentUid: ORG }, person("erin@example.com"), orgIdp(`${ORG}/1111111111111111`))).toBe(false);
+    expect(inviteEmailSatisfied({ ...invite, parentUid: ORG }, person("erin@example.com"), orgIdp(TEAM))).toBe(false);
+    expect(inviteEmailSatisfied(invite, person("erin@example.com"), orgIdp(`${ORG}/1111111111111111`))).toBe(false);
+    // A uid that only starts like the invite's group is not above it.
+    expect(inviteEmailSatisfied(invite, person("erin@example.com"), orgIdp(`${TEAM}0`))).toBe(false);
   });
 
   it("does not trust another organization's IdentityProvider, even one whose uid starts like it", () => {

@@ -47,7 +47,7 @@ export async function redeemInvite(
   if (!inviteEmailSatisfied(invite, person, via)) {
     throw new LoginError(
       "invite_email_mismatch",
-      "the invite is for a specific email address: sign in with it through this server's identity provider or the invite's organization's own, which must report it verified",
+      "the invite is for a specific email address: sign in with it through this server's identity provider, or one configured at the invite's group or a group above it, which must report it verified",
     );
   }
   if (!(await markInviteRedeemed(tx, invite.uid, now))) throw await refusal(tx, code, now);

@@ -24,7 +24,8 @@ export type LoginErrorCode =
   /**
    * The invite is for an email address the sign-in did not vouch for: another
    * address, an unverified one, or one from a provider the invite's
-   * organization does not trust (another organization's, the development one).
+   * group does not trust (one below it or in another group or organization,
+   * the development one).
    */
   | "invite_email_mismatch"
   | "server_error";

@@ -11,6 +11,7 @@ import { devPerson, devSignInPage } from "./dev-provider.js";
 import { checkInviteFormat } from "./invite-redemption.js";
 import { LoginError } from "./login-error.js";
 import { PAGE_HEADERS, errorPage } from "./login-pages.js";
+import { needsInterstitial, providerInterstitialPage } from "./provider-interstitial.js";
 import { LoginStates, type PendingLogin } from "./login-state.js";
 import type { PlatformAdmins } from "./platform-admins.js";
 import { viaProvider, type SignInVia } from "./sign-in-via.js";
@@ -38,6 +39,8 @@ export interface LoginDeps {
   upstream: { issuer: string; clientId: string; clientSecret: string; scopes: string[] } | undefined;
   /** Serve the development provider. */
   devLogin: boolean;
+  /** PLATFORM_TRUSTED_IDP_HOSTS: organizations' providers at these hosts are gone to without the interstitial page. */
+  trustedIdpHosts: readonly string[];
   /** PLATFORM_ADMINS: people of the global upstream made `owner` at the root at sign-in. */
   admins: PlatformAdmins;
   /** The egress guard every request to an upstream provider goes through. */
@@ -96,7 +99,9 @@ function sameSecret(a: string, b: string): boolean {
  *
  * - `GET /oauth?redirect=<loopback callback>&state=…[&invite=…][&org=…]`
  *   starts a login and sends the browser to the upstream (or to the
- *   development sign-in page);
+ *   development sign-in page); with `org`, to that group's identity
+ *   provider, through a page naming its host unless the operator vouches
+ *   for it (provider-interstitial.ts);
  * - `GET /oauth/callback` is where the upstream sends the browser back;
  * - `GET|POST /oauth/dev` is the development provider (only when it is on).
  *
@@ -161,11 +166,17 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
         checkInviteFormat(invite);
         const org = q.get("org") ?? "";
         if (org && !UID_SHAPES.group.test(org)) throw new LoginError("invalid_request", "org is not a group uid");
-        const provider = org ? await upstreams.ofOrganization(org) : upstreams.global;
+        const ofOrg = org ? await upstreams.ofOrganization(org) : undefined;
+        const provider = ofOrg ? ofOrg.provider : upstreams.global;
         if (!provider && !deps.devLogin) throw new LoginError("login_unavailable", NO_PROVIDER);
         const { pending, setCookie } = await states.create({ callback, cliState, invite, idp: provider?.idp?.uid ?? "" });
         // The development page offers the upstream too, when both are on.
         const location = provider && (org || !deps.devLogin) ? await upstreams.authorizationUrl(provider, pending) : `${devPath}?login=${pending.state}`;
+        if (ofOrg && needsInterstitial(ofOrg, location, deps.trustedIdpHosts)) {
+          const cancelled = new LoginError("access_denied", "the sign-in was cancelled before leaving for the organization's identity provider");
+          const html = providerInterstitialPage({ org: ofOrg, continueUrl: location, cancelUrl: callbackWithError(callback, cliState, cancelled) });
+          return sendPage(res, 200, html, [setCookie]);
+        }
         redirect(res, 302, location, [setCookie]);
       } catch (e) {
         const error = asLoginError(e);

@@ -3,7 +3,7 @@ import { asc, eq } from "drizzle-orm";
 import { LRUCache } from "lru-cache";
 import * as client from "openid-client";
 import type { SecretBox } from "../../crypto/index.js";
-import { schema, type Database } from "../../db/index.js";
+import { organizationOf, schema, type Database } from "../../db/index.js";
 import { budgetSpent, type Egress, type EgressBudget } from "../../egress/index.js";
 import type { OutboundBudgets } from "../outbound-budgets.js";
 import { openClientSecret } from "../../services/iam/identity-provider-secret.js";
@@ -35,6 +35,17 @@ export interface SignedInPerson {
   emailVerified: boolean;
   /** Display name: the email, name or preferred_username claim. */
   name: string;
+}
+
+/** An organization's identity provider, with what the sign-in shows of it. */
+export interface OrganizationProvider {
+  provider: UpstreamProvider;
+  /** The IdentityProvider's name, as its group's owners wrote it (free text: escape it). */
+  providerName: string;
+  /** The group the provider belongs to (the `org` of the login link). */
+  group: { uid: string; name: string };
+  /** Whether the group's organization is marked verified (groups.verified of its root group). */
+  verified: boolean;
 }
 
 type IdpRow = typeof schema.identityProviders.$inferSelect;
@@ -96,12 +107,31 @@ export class Upstreams {
     return this.opts.global;
   }
 
-  /** The identity provider of organization `orgUid` (the oldest, when it has several). */
-  async ofOrganization(orgUid: string): Promise<UpstreamProvider> {
+  /**
+   * The identity provider of group `groupUid` (the oldest, when it has
+   * several), with what the sign-in shows of it before sending anyone there:
+   * its name, the group's name, and whether its organization is verified
+   * (docs/security.md, "Signing in at an organization's provider").
+   */
+  async ofOrganization(groupUid: string): Promise<OrganizationProvider> {
     const t = schema.identityProviders;
-    const [row] = await this.opts.db.select().from(t).where(eq(t.parentUid, orgUid)).orderBy(asc(t.createTime), asc(t.uid)).limit(1);
-    if (!row) throw new LoginError("no_identity_provider", `organization ${orgUid} has no identity provider`);
-    return this.fromRow(row);
+    const g = schema.groups;
+    const [found] = await this.opts.db
+      .select({ row: t, groupName: g.name })
+      .from(t)
+      .innerJoin(g, eq(g.uid, t.parentUid))
+      .where(eq(t.parentUid, groupUid))
+      .orderBy(asc(t.createTime), asc(t.uid))
+      .limit(1);
+    if (!found) throw new LoginError("no_identity_provider", `organization ${groupUid} has no identity provider`);
+    // `verified` is the organization's (the root group's), whichever of its groups the provider is in.
+    const [organization] = await this.opts.db.select({ verified: g.verified }).from(g).where(eq(g.uid, organizationOf(groupUid)));
+    return {
+      provider: this.fromRow(found.row),
+      providerName: found.row.name,
+      group: { uid: groupUid, name: found.groupName },
+      verified: organization?.verified ?? false,
+    };
   }
 
   /** The identity provider a pending login started with. */

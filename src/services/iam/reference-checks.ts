@@ -1,7 +1,9 @@
-import { eq } from "drizzle-orm";
+import { and, eq } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
-import { groupAndAncestors, schema, type Executor } from "../../db/index.js";
-import { invalidArgument, notFound } from "../../errors/index.js";
+import type { Grants } from "../../authz/index.js";
+import { groupAndAncestors, organizationOf, schema, type Executor } from "../../db/index.js";
+import { failedPrecondition, invalidArgument, notFound } from "../../errors/index.js";
+import { atOrBelow } from "../../list/scope.js";
 
 // What a resource created in a group may reference: identities and custom
 // roles held by the group or a group above it, and the global ones (built-in
@@ -57,3 +59,38 @@ export const assertRoleVisible = (db: Executor, groupUid: string, roleUid: strin
 /** An identity held by `groupUid` or a group above it, or a root-level one (people, the bootstrap identity). `groupUid` "" is the root: root-level ones only. */
 export const assertIdentityVisible = (db: Executor, groupUid: string, identityUid: string, field: string) =>
   assertVisible(db, "identity", schema.identities, groupUid, identityUid, field);
+
+/**
+ * An identity a role binding at group `groupUid` may name: one visible from
+ * there (assertIdentityVisible) and, when it is a person (root-level), one
+ * who is already a member of the group's organization, i.e. holds a role
+ * somewhere in it (docs/security.md, "Binding people"). A person joins an
+ * organization by their own doing: redeeming an invite, signing in through
+ * the organization's identity provider, founding it. Otherwise an owner could
+ * bind any person's uid without their consent, and read their name, issuer
+ * and subject off the binding. Platform administrators (`identity.list` at
+ * the root: they may read every identity already) may bind anyone.
+ *
+ * A uid of the root-level shape that names no member is refused with the same
+ * error whether or not it exists, so the check tells nothing about strangers.
+ */
+export async function assertIdentityBindable(db: Executor, grants: Grants, groupUid: string, identityUid: string, field: string) {
+  const rootLevel = identityUid !== "" && !identityUid.includes("/");
+  if (rootLevel && groupUid !== "" && !grants.holdsAtRoot("identity.list")) {
+    const organization = organizationOf(groupUid);
+    const b = schema.roleBindings;
+    const [member] = await db
+      .select({ uid: b.uid })
+      .from(b)
+      .where(and(eq(b.identityUid, identityUid), atOrBelow(b.parentUid, organization)))
+      .limit(1);
+    if (!member) {
+      throw failedPrecondition(
+        "NOT_IN_ORGANIZATION",
+        `${field}: identity ${identityUid} holds no role in organization ${organization}: a person joins it by redeeming an invite (GroupInvites) or by signing in through its identity provider`,
+        identityUid,
+      );
+    }
+  }
+  return assertIdentityVisible(db, groupUid, identityUid, field);
+}

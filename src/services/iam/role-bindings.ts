@@ -18,7 +18,7 @@ import type { ServiceContext } from "../context.js";
 import { requireField, type ResourceStore } from "../resource-store.js";
 import { defineResource, resourceService } from "../resource.js";
 import { hydrateRoleBindings, storedBindingMapping } from "./role-binding-hydration.js";
-import { assertIdentityVisible, assertRoleVisible, lockGroup } from "./reference-checks.js";
+import { assertIdentityBindable, assertRoleVisible, lockGroup } from "./reference-checks.js";
 
 const MAX_BATCH = 200;
 
@@ -75,7 +75,7 @@ function written(ctx: ServiceContext, store: ResourceStore<typeof t, typeof Role
       await lockGroup(tx, parent);
       const uids: string[] = [];
       for (const [n, req] of requests.entries()) {
-        const identity = await assertIdentityVisible(tx, parent, req.identityUid, field(n, "identity_uid"));
+        const identity = await assertIdentityBindable(tx, grants, parent, req.identityUid, field(n, "identity_uid"));
         const role = await assertRoleVisible(tx, parent, req.roleUid, field(n, "role_uid"));
         assertWithinCeiling(grants, role.capabilities, parent, `binding role ${role.uid}`);
         const values = { uid: newChildUid(parent), parentUid: parent, identityUid: identity.uid };
