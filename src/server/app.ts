@@ -17,7 +17,7 @@ import { createJsonRenderer, createRestHandler } from "../rest/index.js";
 import { API_SERVICES, type ServiceContext } from "../services/index.js";
 import { registerHealth, registerReflection } from "./grpc/index.js";
 import { sealPlaintextClientSecrets } from "../services/iam/identity-provider-secret.js";
-import { resolveUrls, type Config, type ResolvedUrls } from "./config.js";
+import { drainMs, resolveUrls, type Config, type ResolvedUrls } from "./config.js";
 import { AccessLog } from "./access-log.js";
 import { CallPipeline } from "./call-pipeline.js";
 import { Metrics } from "./metrics.js";
@@ -40,6 +40,8 @@ export interface AppOptions {
   adminTokenCheckMs?: number;
   /** An open PGlite to use as the store instead of the data directory's, left open at close (DatabaseOptions.pglite). */
   pglite?: PGlite;
+  /** Log lines the log destination dropped so far (LogDestination.dropped), for /metrics. */
+  logLinesDropped?: () => number;
 }
 
 export interface App {
@@ -56,8 +58,11 @@ export interface App {
   eventHub: EventHub;
   /** Sends this replica's share of webhook deliveries. */
   dispatcher: WebhookDispatcher;
-  /** Drains in-flight requests (up to the grace period), then closes the port and the database. */
-  close(): Promise<void>;
+  /**
+   * Drains in-flight requests (for the shutdown timeout less a closing reserve: drainMs), then
+   * closes the port and the database. Resolves to whether every request finished in that time.
+   */
+  close(): Promise<boolean>;
 }
 
 /** The composition root: config → database → services → one listener. */
@@ -81,6 +86,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     observeQuery: metrics.queryObserver(),
   });
   metrics.databasePool(database.kind === "postgres" ? POSTGRES_POOL_SIZE : 1);
+  metrics.logLinesDropped(opts.logLinesDropped ?? (() => 0));
   // Opening the database wrote the built-in roles from the catalogue (docs/design.md, "Built-in roles").
   const roleSync = database.builtInRoles;
   if (roleSync.written.length || roleSync.removed.length) log.info({ written: roleSync.written, removed: roleSync.removed }, "built-in roles written from the catalogue");
@@ -330,9 +336,10 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       // the same grace as requests, and one unfinished then is released for the next replica to send.
       const hubClosed = eventHub.close();
       const retentionStopped = retention.stop();
-      const dispatching = dispatcher.stop(config.shutdownGraceMs);
+      const graceMs = drainMs(config.shutdownTimeoutMs);
+      const dispatching = dispatcher.stop(graceMs);
       await adminTokenRenewal?.stop();
-      await listener.close(config.shutdownGraceMs);
+      const drained = await listener.close(graceMs);
       await dispatching;
       // Their kept connections (to receivers, issuers) close once nothing can send any more.
       await Promise.all([webhookEgress.close(), egress.close()]);
@@ -343,6 +350,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       await unlistenEvents();
       await unlistenDeliveries();
       await database.close();
+      return drained;
     },
   };
 }

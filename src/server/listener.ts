@@ -27,8 +27,11 @@ export interface Listener {
   readonly port: number;
   /** Starts dispatching connections (they wait, paused, until then). */
   serve(handler: RequestHandler): void;
-  /** Stops accepting, lets in-flight requests finish for up to graceMs, then closes everything. */
-  close(graceMs: number): Promise<void>;
+  /**
+   * Stops accepting, lets in-flight requests finish for up to graceMs, then closes everything.
+   * Resolves to whether they all finished (false: some were cut off).
+   */
+  close(graceMs: number): Promise<boolean>;
 }
 
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
@@ -163,11 +166,13 @@ export async function bind(opts: ListenOptions): Promise<Listener> {
       const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
       await Promise.race([idle, deadline]);
       clearTimeout(timer);
+      const drained = inflight === 0;
       for (const s of sessions) s.destroy();
       for (const s of sockets) s.destroy();
       stopH1Timers();
       served = undefined;
       await closed;
+      return drained;
     },
   };
 }
