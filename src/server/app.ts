@@ -96,6 +96,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     : undefined;
   const listener = await bind({ host: config.host, port: config.port, tls, timeouts: config.timeouts });
   const urls = resolveUrls(config, listener.port);
+  database.describeHolder({ port: listener.port });
 
   if (master.file && database.kind === "postgres") {
     log.warn({ path: master.file.path }, "the master key comes from this machine's key file: give every replica the same PLATFORM_MASTER_KEY");

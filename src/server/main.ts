@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { DirectoryInUseError } from "../db/index.js";
 import { ConfigError, loadConfig } from "./config.js";
 import { startApp } from "./app.js";
 import { serializeError, type SerializedError } from "./error-serializer.js";
@@ -82,6 +83,11 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
+  // Not a fault to debug: the message says what to do.
+  if (e instanceof DirectoryInUseError) {
+    process.stderr.write(`failed to start: ${e.message}\n`);
+    process.exit(1);
+  }
   // Through the log serializer: a failed query at start carries its parameters too.
   const lines: string[] = [];
   for (let cur: SerializedError | undefined = serializeError(e); cur; cur = cur.cause) lines.push(cur.stack ?? `${cur.type}: ${cur.message}`);
