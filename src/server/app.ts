@@ -19,7 +19,7 @@ import { registerHealth, registerReflection } from "./grpc/index.js";
 import { sealPlaintextClientSecrets } from "../services/iam/identity-provider-secret.js";
 import { drainMs, resolveUrls, type Config, type ResolvedUrls } from "./config.js";
 import { AccessLog } from "./access-log.js";
-import { CallPipeline } from "./call-pipeline.js";
+import { ANONYMOUS_BODY_BYTES, CallPipeline } from "./call-pipeline.js";
 import { Metrics } from "./metrics.js";
 import { bind, type RequestHandler } from "./listener.js";
 import { rpcHandler } from "./rpc-handler.js";
@@ -194,8 +194,10 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   const implementations = API_SERVICES.map((s) => s.implement(ctx));
   const routes = (router: ConnectRouter) => {
     for (const bound of implementations) bound.register(router);
-    registerReflection(router, descriptors);
-    registerHealth(router, { status: async () => ((await ready()) ? "SERVING" : "NOT_SERVING") }, descriptors.map((s) => s.typeName), shutdown.signal);
+    // Anyone may call these: their messages are read up to ANONYMOUS_BODY_BYTES (docs/security.md, "Connections").
+    const publicOptions = { readMaxBytes: ANONYMOUS_BODY_BYTES };
+    registerReflection(router, descriptors, publicOptions);
+    registerHealth(router, { status: async () => ((await ready()) ? "SERVING" : "NOT_SERVING") }, descriptors.map((s) => s.typeName), shutdown.signal, undefined, publicOptions);
   };
   const pipeline = new CallPipeline(
     {
@@ -216,6 +218,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     contextValues: (req) => accessLog.contextValues(req),
     serviceDomain: urls.serviceDomain,
     maxBodyBytes: MAX_MESSAGE_BYTES,
+    admitBody: (method, req, values) => pipeline.admitBody(method, req, values),
     onInternalError: (cause) => log.error({ err: cause }, "internal error in REST layer"),
   });
   // The one egress guard: every outbound request (issuers, JWKS, upstream IdPs) goes through it.
@@ -265,6 +268,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     renderJson: (schema, message) => JSON.stringify(jsonRenderer.render(schema, message)),
     direct: pipeline.call,
     directs: (method) => pipeline.canCall(method),
+    admitBody: (method, req, values) => pipeline.admitBody(method, req, values),
   });
   // Browser origins (docs/security.md, "Browser origins (CORS)"): the API only, never sign-in or ops routes.
   const cors = corsHandler({
