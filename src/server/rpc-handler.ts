@@ -454,8 +454,9 @@ function acceptedEncoding(header: string | string[] | undefined): "gzip" | "br" 
 }
 
 /**
- * A call refused before its body was read (RpcHandlerOptions.admitBody): gRPC and gRPC-Web get
- * the status in headers only, as connect-es writes it; Connect its error JSON and HTTP status.
+ * A call refused before its body was read (RpcHandlerOptions.admitBody), answered as connect-es
+ * answers its errors: gRPC the status in trailers, gRPC-Web in headers only (trailers-only),
+ * Connect its error JSON and HTTP status.
  * The body stays unread: HTTP/1.1 closes the connection after the answer (listener.ts), and Node
  * resets an HTTP/2 stream answered before its request ended with NO_ERROR (RFC 9113 §8.1), which
  * tells the client to stop sending.
@@ -463,10 +464,18 @@ function acceptedEncoding(header: string | string[] | undefined): "gzip" | "br" 
 function refuseUnread(res: Res, contentType: string, error: ConnectError): void {
   if (res.headersSent || res.destroyed) return;
   if (contentType.startsWith("application/grpc")) {
-    const header = new Headers({ "content-type": contentType.replace(/\+json.*$/i, "+proto") });
-    setTrailerStatus(header, error);
-    rewriteGrpcStatus(header);
-    res.writeHead(200, nodeHeaders(header));
+    const status = new Headers();
+    setTrailerStatus(status, error);
+    rewriteGrpcStatus(status);
+    const header = { "content-type": contentType.replace(/\+json.*$/i, "+proto") };
+    if (contentType.startsWith("application/grpc-web")) {
+      // Trailers-only: gRPC-Web has no HTTP trailers.
+      res.writeHead(200, { ...header, ...nodeHeaders(status) });
+    } else {
+      // As connect-es answers an error: headers, then the status in trailers.
+      res.writeHead(200, header);
+      res.addTrailers(nodeHeaders(status));
+    }
     res.end();
   } else {
     const header: Record<string, string> = { "content-type": "application/json" };

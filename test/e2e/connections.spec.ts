@@ -125,6 +125,16 @@ describe("HTTP/2 streams and bodies before authentication", () => {
     });
   }
 
+  /** unsentBody for gRPC: resolves with the trailers, where the status is. */
+  function unsentGrpcBody(session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders): Promise<http2.IncomingHttpHeaders> {
+    return new Promise((resolve, reject) => {
+      const stream = session.request({ ":method": "POST", ...headers }, { endStream: false });
+      stream.on("trailers", (t) => resolve(t));
+      stream.on("error", reject);
+      stream.resume();
+    });
+  }
+
   it("advertises at most 100 concurrent streams in its SETTINGS", async ({ expect }) => {
     const session = http2.connect(open.url);
     try {
@@ -144,9 +154,11 @@ describe("HTTP/2 streams and bodies before authentication", () => {
         expect(rest[":status"]).toBe(401);
         const connect = await unsentBody(session, { ":path": CREATE_GROUP, "content-type": "application/json", "content-length": String(MIB.length), ...auth });
         expect(connect[":status"]).toBe(401);
-        const grpc = await unsentBody(session, { ":path": CREATE_GROUP, "content-type": "application/grpc", te: "trailers", ...auth });
-        expect(grpc[":status"]).toBe(200);
+        const grpc = await unsentGrpcBody(session, { ":path": CREATE_GROUP, "content-type": "application/grpc", te: "trailers", ...auth });
         expect(grpc["grpc-status"]).toBe("16");
+        const grpcWeb = await unsentBody(session, { ":path": CREATE_GROUP, "content-type": "application/grpc-web+proto", ...auth });
+        expect(grpcWeb[":status"]).toBe(200);
+        expect(grpcWeb["grpc-status"]).toBe("16");
       }
     } finally {
       session.close();
