@@ -33,7 +33,7 @@ export interface RestHandlerOptions {
    * Checks a call's headers before its body is read (src/server/call-pipeline.ts, admitBody):
    * undefined to go on at once, else a promise that rejects with the error to answer, the body unread.
    */
-  admitBody?: (method: DescMethodUnary, req: NodeRequest, values?: ContextValues) => Promise<void> | undefined;
+  admitBody?: (method: DescMethodUnary, req: NodeRequest) => Promise<void> | undefined;
 }
 
 /**
@@ -191,7 +191,7 @@ export function createRestHandler(opts: RestHandlerOptions): RestHandler {
       let body: Uint8Array | undefined;
       if (route.body.kind !== "none") {
         // Refused unread, over HTTP/1.1 the connection closes after the answer (src/server/listener.ts).
-        await opts.admitBody?.(route.method, req, opts.contextValues?.(req));
+        await opts.admitBody?.(route.method, req);
         body = await readRequestBody(req, res, maxBodyBytes);
         if (body === undefined) return; // client gone mid-body
       }

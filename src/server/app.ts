@@ -218,7 +218,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     contextValues: (req) => accessLog.contextValues(req),
     serviceDomain: urls.serviceDomain,
     maxBodyBytes: MAX_MESSAGE_BYTES,
-    admitBody: (method, req, values) => pipeline.admitBody(method, req, values),
+    admitBody: (method, req) => pipeline.admitBody(method, req, () => accessLog.contextValues(req)),
     onInternalError: (cause) => log.error({ err: cause }, "internal error in REST layer"),
   });
   // The one egress guard: every outbound request (issuers, JWKS, upstream IdPs) goes through it.
@@ -268,7 +268,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     renderJson: (schema, message) => JSON.stringify(jsonRenderer.render(schema, message)),
     direct: pipeline.call,
     directs: (method) => pipeline.canCall(method),
-    admitBody: (method, req, values) => pipeline.admitBody(method, req, values),
+    admitBody: (method, req) => pipeline.admitBody(method, req, () => accessLog.contextValues(req)),
   });
   // Browser origins (docs/security.md, "Browser origins (CORS)"): the API only, never sign-in or ops routes.
   const cors = corsHandler({

@@ -141,8 +141,9 @@ export class CallPipeline {
    * (the rejection is the UNAUTHENTICATED error run() would give), so an anonymous caller cannot
    * make the server hold more than that per request. Undefined when there is nothing to check
    * (a small or no body, a public service); run() authenticates again, from its cache.
+   * `values`: the call's context values, asked for only to record a refusal in its access-log line.
    */
-  admitBody(method: DescMethod, req: NodeRequest, values?: ContextValues): Promise<void> | undefined {
+  admitBody(method: DescMethod, req: NodeRequest, values?: () => ContextValues): Promise<void> | undefined {
     const service = method.parent;
     if (isPublicService(service.typeName) || !mayExceed(req, ANONYMOUS_BODY_BYTES)) return undefined;
     const authorization = req.headers.authorization;
@@ -150,7 +151,7 @@ export class CallPipeline {
       () => undefined,
       (e: unknown) => {
         const err = withErrorInfo(toConnectError(e, this.opts.onInternalError), this.domainOf(service));
-        const record = values?.get(accessRecordKey);
+        const record = values?.().get(accessRecordKey);
         if (record) {
           record.rpc = this.rpcName(method);
           record.code = err.code;

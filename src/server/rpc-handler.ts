@@ -39,7 +39,7 @@ export interface RpcHandlerOptions extends ConnectRouterOptions {
    * Checks a call's headers before its body is read (CallPipeline.admitBody): undefined to go
    * on at once, else a promise that rejects with the error to answer, the body unread.
    */
-  admitBody?: (method: DescMethod, req: Req, values?: ContextValues) => Promise<void> | undefined;
+  admitBody?: (method: DescMethod, req: Req) => Promise<void> | undefined;
 }
 
 // The gRPC and gRPC-Web JSON codecs are not offered: JSON callers use the
@@ -81,7 +81,7 @@ export function rpcHandler(opts: RpcHandlerOptions): (req: Req, res: Res) => voi
     if (GRPC_JSON.test(contentType)) {
       return trailersOnly(res, contentType, Code.InvalidArgument, "the JSON codec is not served over gRPC or gRPC-Web: use application/grpc(+proto), or the Connect protocol or REST for JSON");
     }
-    const admission = opts.admitBody?.(handler.method, req, opts.contextValues?.(req));
+    const admission = opts.admitBody?.(handler.method, req);
     if (admission) {
       return void admission.then(
         () => serve(req, res, handler, url, q, contentType),
