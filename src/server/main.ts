@@ -78,7 +78,8 @@ async function main(): Promise<void> {
   // is reparented, and stops too rather than hold the port as an orphan.
   const parent = process.ppid;
   setInterval(() => {
-    if (process.ppid !== parent) stop("parent exited");
+    // Once: a second stop() is a second signal, which exits without draining.
+    if (process.ppid !== parent && !stopping) stop("parent exited");
   }, PARENT_CHECK_MS).unref();
 }
 
