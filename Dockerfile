@@ -22,6 +22,6 @@ RUN mkdir -m 0700 /data && chown node:node /data
 USER node
 VOLUME /data
 EXPOSE 8080
-# SIGTERM drains in-flight requests for up to PLATFORM_SHUTDOWN_GRACE_MS, then exits 0.
+# SIGTERM drains in-flight requests and exits within PLATFORM_SHUTDOWN_TIMEOUT (25 s, under Kubernetes' 30 s).
 STOPSIGNAL SIGTERM
 CMD ["node", "--max-semi-space-size=8", "dist/src/server/main.js"]

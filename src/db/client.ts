@@ -9,6 +9,7 @@ import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
 import { syncBuiltInRoles, type BuiltInRolesSync } from "./built-in-roles.js";
+import { lockDirectory, type LockHolder } from "./directory-lock.js";
 import { keepBuiltInTypeParsers } from "./pglite-parsers.js";
 import { observedPglite, observedPostgres, type QueryObserver } from "./query-observer.js";
 import * as schema from "./schema.js";
@@ -32,6 +33,11 @@ export interface DatabaseHandle {
    * down are lost. Resolves to the unsubscribe function.
    */
   listen(channel: string, onNotify: (payload: string) => void, onListening: () => void): Promise<() => Promise<void>>;
+  /**
+   * Tells a process that finds this store's data directory taken who holds it (its port, once
+   * bound): directory-lock.ts. Does nothing on PostgreSQL or a PGlite given open.
+   */
+  describeHolder(info: Partial<LockHolder>): void;
   close(): Promise<void>;
 }
 
@@ -86,6 +92,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<DatabaseHandl
       kind: "postgres",
       builtInRoles,
       ping: async () => void (await client`select 1`),
+      describeHolder: () => {},
       listen: async (channel, onNotify, onListening) => {
         const subscription = await client.listen(channel, onNotify, onListening);
         return () => subscription.unlisten();
@@ -98,12 +105,23 @@ export async function openDatabase(opts: DatabaseOptions): Promise<DatabaseHandl
       close: () => client.end({ timeout: 0 }),
     };
   }
-  if (!opts.pglite && !opts.pgliteDir.startsWith("memory://")) mkdirSync(opts.pgliteDir, { recursive: true });
-  const client = opts.pglite ?? new PGlite(opts.pgliteDir);
-  await keepBuiltInTypeParsers(client);
-  const migrator = drizzlePglite(client, { schema });
-  await migratePglite(migrator, { migrationsFolder });
-  const builtInRoles = await syncBuiltInRoles(migrator);
+  const ownsDirectory = !opts.pglite && !opts.pgliteDir.startsWith("memory://");
+  if (ownsDirectory) mkdirSync(opts.pgliteDir, { recursive: true });
+  // One process per data directory: PGlite does not lock it, and a second one would each see only
+  // its own writes and lose the other's (docs/design.md, "Storage").
+  const lock = ownsDirectory ? await lockDirectory(opts.pgliteDir) : undefined;
+  let client: PGlite;
+  let builtInRoles: BuiltInRolesSync;
+  try {
+    client = opts.pglite ?? new PGlite(opts.pgliteDir);
+    await keepBuiltInTypeParsers(client);
+    const migrator = drizzlePglite(client, { schema });
+    await migratePglite(migrator, { migrationsFolder });
+    builtInRoles = await syncBuiltInRoles(migrator);
+  } catch (e) {
+    await lock?.release();
+    throw e;
+  }
   const db = drizzlePglite(opts.observeQuery ? observedPglite(client, opts.observeQuery) : client, { schema }) as unknown as Database;
   const listening = new Set<() => Promise<void>>();
   return {
@@ -111,6 +129,7 @@ export async function openDatabase(opts: DatabaseOptions): Promise<DatabaseHandl
     kind: "pglite",
     builtInRoles,
     ping: async () => void (await client.query("select 1")),
+    describeHolder: (info) => lock?.describe(info),
     // In-process: a notification is delivered before the committing query resolves.
     listen: async (channel, onNotify, onListening) => {
       const unlisten = await client.listen(channel, onNotify);
@@ -122,7 +141,14 @@ export async function openDatabase(opts: DatabaseOptions): Promise<DatabaseHandl
       };
     },
     close: async () => {
-      if (!opts.pglite) return client.close();
+      if (!opts.pglite) {
+        try {
+          await client.close();
+        } finally {
+          await lock?.release();
+        }
+        return;
+      }
       // A PGlite that stays open hears nothing more for this handle's listeners.
       for (const unlisten of [...listening]) await unlisten();
       listening.clear();

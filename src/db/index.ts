@@ -8,3 +8,4 @@ export { countRoleBindings, deleteGroupRoleBindings } from "./role-binding-rules
 export { loadSealedSetting, settingContext } from "./sealed-setting.js";
 export { columnKey } from "./columns.js";
 export { inPieces } from "./pieces.js";
+export { DirectoryInUseError, lockDirectory, type DirectoryLock, type LockHolder } from "./directory-lock.js";

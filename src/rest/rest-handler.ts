@@ -29,6 +29,11 @@ export interface RestHandlerOptions {
   contextValues?: (req: NodeRequest) => ContextValues;
   /** Receives unexpected (non-Connect) errors for the log; the caller only sees "Internal error". */
   onInternalError?: (cause: unknown) => void;
+  /**
+   * Checks a call's headers before its body is read (src/server/call-pipeline.ts, admitBody):
+   * undefined to go on at once, else a promise that rejects with the error to answer, the body unread.
+   */
+  admitBody?: (method: DescMethodUnary, req: NodeRequest) => Promise<void> | undefined;
 }
 
 /**
@@ -185,6 +190,8 @@ export function createRestHandler(opts: RestHandlerOptions): RestHandler {
     try {
       let body: Uint8Array | undefined;
       if (route.body.kind !== "none") {
+        // Refused unread, over HTTP/1.1 the connection closes after the answer (src/server/listener.ts).
+        await opts.admitBody?.(route.method, req);
         body = await readRequestBody(req, res, maxBodyBytes);
         if (body === undefined) return; // client gone mid-body
       }

@@ -17,9 +17,9 @@ import { createJsonRenderer, createRestHandler } from "../rest/index.js";
 import { API_SERVICES, type ServiceContext } from "../services/index.js";
 import { registerHealth, registerReflection } from "./grpc/index.js";
 import { sealPlaintextClientSecrets } from "../services/iam/identity-provider-secret.js";
-import { developmentWarnings, resolveUrls, type Config, type ResolvedUrls } from "./config.js";
+import { developmentWarnings, drainMs, resolveUrls, type Config, type ResolvedUrls } from "./config.js";
 import { AccessLog } from "./access-log.js";
-import { CallPipeline } from "./call-pipeline.js";
+import { ANONYMOUS_BODY_BYTES, CallPipeline } from "./call-pipeline.js";
 import { Metrics } from "./metrics.js";
 import { bind, type RequestHandler } from "./listener.js";
 import { rpcHandler } from "./rpc-handler.js";
@@ -40,6 +40,8 @@ export interface AppOptions {
   adminTokenCheckMs?: number;
   /** An open PGlite to use as the store instead of the data directory's, left open at close (DatabaseOptions.pglite). */
   pglite?: PGlite;
+  /** Log lines the log destination dropped so far (LogDestination.dropped), for /metrics. */
+  logLinesDropped?: () => number;
 }
 
 export interface App {
@@ -56,8 +58,11 @@ export interface App {
   eventHub: EventHub;
   /** Sends this replica's share of webhook deliveries. */
   dispatcher: WebhookDispatcher;
-  /** Drains in-flight requests (up to the grace period), then closes the port and the database. */
-  close(): Promise<void>;
+  /**
+   * Drains in-flight requests (for the shutdown timeout less a closing reserve: drainMs), then
+   * closes the port and the database. Resolves to whether every request finished in that time.
+   */
+  close(): Promise<boolean>;
 }
 
 /** The composition root: config → database → services → one listener. */
@@ -83,6 +88,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     observeQuery: metrics.queryObserver(),
   });
   metrics.databasePool(database.kind === "postgres" ? POSTGRES_POOL_SIZE : 1);
+  metrics.logLinesDropped(opts.logLinesDropped ?? (() => 0));
   // Opening the database wrote the built-in roles from the catalogue (docs/design.md, "Built-in roles").
   const roleSync = database.builtInRoles;
   if (roleSync.written.length || roleSync.removed.length) log.info({ written: roleSync.written, removed: roleSync.removed }, "built-in roles written from the catalogue");
@@ -92,6 +98,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     : undefined;
   const listener = await bind({ host: config.host, port: config.port, tls, timeouts: config.timeouts });
   const urls = resolveUrls(config, listener.port);
+  database.describeHolder({ port: listener.port });
 
   if (master.file && database.kind === "postgres") {
     log.warn({ path: master.file.path }, "the master key comes from this machine's key file: give every replica the same PLATFORM_MASTER_KEY");
@@ -200,8 +207,10 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   const implementations = API_SERVICES.map((s) => s.implement(ctx));
   const routes = (router: ConnectRouter) => {
     for (const bound of implementations) bound.register(router);
-    registerReflection(router, descriptors);
-    registerHealth(router, { status: async () => ((await ready()) ? "SERVING" : "NOT_SERVING") }, descriptors.map((s) => s.typeName), shutdown.signal);
+    // Anyone may call these: their messages are read up to ANONYMOUS_BODY_BYTES (docs/security.md, "Connections").
+    const publicOptions = { readMaxBytes: ANONYMOUS_BODY_BYTES };
+    registerReflection(router, descriptors, publicOptions);
+    registerHealth(router, { status: async () => ((await ready()) ? "SERVING" : "NOT_SERVING") }, descriptors.map((s) => s.typeName), shutdown.signal, undefined, publicOptions);
   };
   const pipeline = new CallPipeline(
     {
@@ -222,6 +231,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     contextValues: (req) => accessLog.contextValues(req),
     serviceDomain: urls.serviceDomain,
     maxBodyBytes: MAX_MESSAGE_BYTES,
+    admitBody: (method, req) => pipeline.admitBody(method, req, () => accessLog.contextValues(req)),
     onInternalError: (cause) => log.error({ err: cause }, "internal error in REST layer"),
   });
   // The one egress guard: every outbound request (issuers, JWKS, upstream IdPs) goes through it, each
@@ -277,6 +287,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     renderJson: (schema, message) => JSON.stringify(jsonRenderer.render(schema, message)),
     direct: pipeline.call,
     directs: (method) => pipeline.canCall(method),
+    admitBody: (method, req) => pipeline.admitBody(method, req, () => accessLog.contextValues(req)),
   });
   // Browser origins (docs/security.md, "Browser origins (CORS)"): the API only, never sign-in or ops routes.
   const cors = corsHandler({
@@ -349,9 +360,10 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       // the same grace as requests, and one unfinished then is released for the next replica to send.
       const hubClosed = eventHub.close();
       const retentionStopped = retention.stop();
-      const dispatching = dispatcher.stop(config.shutdownGraceMs);
+      const graceMs = drainMs(config.shutdownTimeoutMs);
+      const dispatching = dispatcher.stop(graceMs);
       await adminTokenRenewal?.stop();
-      await listener.close(config.shutdownGraceMs);
+      const drained = await listener.close(graceMs);
       await dispatching;
       // Their kept connections (to receivers, issuers) close once nothing can send any more.
       await Promise.all([webhookEgress.close(), egress.close()]);
@@ -363,6 +375,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       await unlistenEvents();
       await unlistenDeliveries();
       await database.close();
+      return drained;
     },
   };
 }

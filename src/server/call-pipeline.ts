@@ -9,6 +9,23 @@ import { checkRequest } from "../services/request-check.js";
 import type { CallHeader, ClientGone, RestInvoke } from "../rest/index.js";
 import type { BoundService } from "../services/index.js";
 import { accessRecordKey } from "./access-log.js";
+import type { NodeRequest } from "./http-types.js";
+
+/**
+ * The most of a request body read before its caller is known (docs/security.md, "Connections"):
+ * a body that may be larger is read only once the bearer token in its headers is valid, and the
+ * public services (health, reflection) read messages up to this size.
+ */
+export const ANONYMOUS_BODY_BYTES = 64 * 1024;
+
+/** Whether `req`'s body may be larger than `bound`: it declares more, or no length at all. */
+function mayExceed(req: NodeRequest, bound: number): boolean {
+  const length = req.headers["content-length"];
+  if (length !== undefined) return !/^\d+$/.test(length) || Number(length) > bound;
+  // HTTP/2: the HEADERS frame ended the stream, or DATA frames may follow in any number.
+  if (req.httpVersionMajor === 2) return !("stream" in req && req.stream.endAfterHeaders);
+  return req.headers["transfer-encoding"] !== undefined;
+}
 
 /** One call, as every entry point sees it. `message` is undefined for streaming requests. */
 export interface PipelineCall {
@@ -116,6 +133,32 @@ export class CallPipeline {
   /** Whether `call` can run `method` (the API's unary methods, not health or reflection). */
   canCall(method: DescMethod): boolean {
     return this.unary.has(method);
+  }
+
+  /**
+   * Authenticates a call of `method` from its headers, before its body is read, when that body
+   * may be larger than ANONYMOUS_BODY_BYTES: without a valid bearer token it is refused unread
+   * (the rejection is the UNAUTHENTICATED error run() would give), so an anonymous caller cannot
+   * make the server hold more than that per request. Undefined when there is nothing to check
+   * (a small or no body, a public service); run() authenticates again, from its cache.
+   * `values`: the call's context values, asked for only to record a refusal in its access-log line.
+   */
+  admitBody(method: DescMethod, req: NodeRequest, values?: () => ContextValues): Promise<void> | undefined {
+    const service = method.parent;
+    if (isPublicService(service.typeName) || !mayExceed(req, ANONYMOUS_BODY_BYTES)) return undefined;
+    const authorization = req.headers.authorization;
+    return authenticate(this.opts.tokens, this.opts.audiences, typeof authorization === "string" ? authorization : null, createContextValues()).then(
+      () => undefined,
+      (e: unknown) => {
+        const err = withErrorInfo(toConnectError(e, this.opts.onInternalError), this.domainOf(service));
+        const record = values?.().get(accessRecordKey);
+        if (record) {
+          record.rpc = this.rpcName(method);
+          record.code = err.code;
+        }
+        throw err;
+      },
+    );
   }
 
   /** Runs `invoke` for `call` behind every check; anything thrown leaves as a ConnectError with ErrorInfo. */

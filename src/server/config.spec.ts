@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, developmentWarnings, isLoopbackHost, loadConfig, parseCorsOrigins, parseTrustedIdpHosts } from "./config.js";
+import { ConfigError, developmentWarnings, drainMs, isLoopbackHost, loadConfig, parseCorsOrigins, parseTrustedIdpHosts } from "./config.js";
 
 describe("development sign-in default", () => {
   it("is on only for a loopback listener without an upstream", () => {
@@ -233,5 +233,29 @@ describe("PLATFORM_TRUSTED_IDP_HOSTS", () => {
       expect(thrown, JSON.stringify(entry)).toBeInstanceOf(ConfigError);
       expect((thrown as Error).message, JSON.stringify(entry)).toContain(`PLATFORM_TRUSTED_IDP_HOSTS: ${JSON.stringify(entry)}`);
     }
+  });
+});
+
+describe("PLATFORM_SHUTDOWN_TIMEOUT", () => {
+  it("defaults to 25 s, below Kubernetes' 30 s grace, and takes a duration", () => {
+    expect(loadConfig({}).shutdownTimeoutMs).toBe(25_000);
+    expect(loadConfig({ PLATFORM_SHUTDOWN_TIMEOUT: "2s" }).shutdownTimeoutMs).toBe(2000);
+    expect(loadConfig({ PLATFORM_SHUTDOWN_TIMEOUT: "1m" }).shutdownTimeoutMs).toBe(60_000);
+  });
+
+  it("refuses what is not a duration, under 100 ms or over an hour", () => {
+    for (const raw of ["25", "-1s", "abc", "50ms", "2h"]) {
+      expect(() => loadConfig({ PLATFORM_SHUTDOWN_TIMEOUT: raw }), raw).toThrow(ConfigError);
+    }
+  });
+
+  it("refuses the drain setting it replaces, naming the new one", () => {
+    expect(() => loadConfig({ PLATFORM_SHUTDOWN_GRACE_MS: "10000" })).toThrow(/PLATFORM_SHUTDOWN_TIMEOUT/);
+  });
+
+  it("leaves in-flight requests all of the deadline but a fifth, at most 5 s, for closing", () => {
+    expect(drainMs(25_000)).toBe(20_000);
+    expect(drainMs(60_000)).toBe(55_000);
+    expect(drainMs(2000)).toBe(1600);
   });
 });

@@ -53,8 +53,11 @@ export interface Config {
   timeouts: { headersMs: number; requestMs: number; idleMs: number };
   tls: { certFile: string; keyFile: string } | undefined;
   logLevel: string;
-  /** How long SIGTERM waits for in-flight requests before closing connections. */
-  shutdownGraceMs: number;
+  /**
+   * PLATFORM_SHUTDOWN_TIMEOUT: how long SIGTERM (or SIGINT) may take, start to exit. In-flight
+   * requests get all of it but a closing reserve (drainMs(): docs/security.md, "Shutdown and logging").
+   */
+  shutdownTimeoutMs: number;
   /** Events (README: Events and webhooks). */
   events: {
     /** PLATFORM_EVENT_RETENTION: events older than this are pruned in the background. */
@@ -286,6 +289,30 @@ function parseOutbound(env: NodeJS.ProcessEnv): OutboundConfig {
   };
 }
 
+/**
+ * 25 s: below Kubernetes' default 30 s between SIGTERM and SIGKILL, so the server exits on its
+ * own, its last log lines written, rather than being killed mid-close.
+ */
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 25_000;
+
+function parseShutdownTimeout(env: NodeJS.ProcessEnv): number {
+  // The one shutdown setting: the old drain setting meant a part of it, and is refused rather than ignored.
+  if (env["PLATFORM_SHUTDOWN_GRACE_MS"] !== undefined) {
+    throw new ConfigError("PLATFORM_SHUTDOWN_GRACE_MS is replaced by PLATFORM_SHUTDOWN_TIMEOUT, the whole shutdown's deadline (a duration such as 25s)");
+  }
+  const ms = parseDuration("PLATFORM_SHUTDOWN_TIMEOUT", env["PLATFORM_SHUTDOWN_TIMEOUT"], DEFAULT_SHUTDOWN_TIMEOUT_MS, 100);
+  if (ms > 3_600_000) throw new ConfigError(`PLATFORM_SHUTDOWN_TIMEOUT must be at most 1h, not "${env["PLATFORM_SHUTDOWN_TIMEOUT"]}"`);
+  return ms;
+}
+
+/**
+ * How long of a shutdown in-flight requests and webhook deliveries get: all of it but a fifth,
+ * at most 5 s, kept for closing the store and writing the last log lines.
+ */
+export function drainMs(shutdownTimeoutMs: number): number {
+  return shutdownTimeoutMs - Math.min(5_000, Math.floor(shutdownTimeoutMs / 5));
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv): Config {
   const certFile = env["PLATFORM_TLS_CERT"];
   const keyFile = env["PLATFORM_TLS_KEY"];
@@ -323,7 +350,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     },
     tls: certFile && keyFile ? { certFile, keyFile } : undefined,
     logLevel: env["LOG_LEVEL"] || "info",
-    shutdownGraceMs: parseInteger("PLATFORM_SHUTDOWN_GRACE_MS", env["PLATFORM_SHUTDOWN_GRACE_MS"], 10_000, 600_000),
+    shutdownTimeoutMs: parseShutdownTimeout(env),
     events: {
       retentionMs: parseDuration("PLATFORM_EVENT_RETENTION", env["PLATFORM_EVENT_RETENTION"], 90 * DURATION_UNITS["d"]!, 1000),
       retryForMs: parseDuration("PLATFORM_WEBHOOK_RETRY_FOR", env["PLATFORM_WEBHOOK_RETRY_FOR"], 24 * DURATION_UNITS["h"]!, 1000),

@@ -27,9 +27,23 @@ export interface Listener {
   readonly port: number;
   /** Starts dispatching connections (they wait, paused, until then). */
   serve(handler: RequestHandler): void;
-  /** Stops accepting, lets in-flight requests finish for up to graceMs, then closes everything. */
-  close(graceMs: number): Promise<void>;
+  /**
+   * Stops accepting, lets in-flight requests finish for up to graceMs, then closes everything.
+   * Resolves to whether they all finished (false: some were cut off).
+   */
+  close(graceMs: number): Promise<boolean>;
 }
+
+/**
+ * Streams one HTTP/2 connection may have open at once, advertised in its SETTINGS (Node's default
+ * is unlimited). 100 is the least RFC 9113 asks a peer to allow, and what nginx and Envoy-fronted
+ * gRPC services commonly give: gRPC clients queue calls beyond it on the connection (or open
+ * another), so a client running more than 100 calls at once waits rather than fails, and the bench's
+ * 32 streams per connection fit. With a body unread until its caller is known, each stream holds
+ * at most its flow-control window (64 KiB) before authentication: about 6.4 MiB a connection
+ * (docs/security.md, "Connections").
+ */
+export const MAX_CONCURRENT_STREAMS = 100;
 
 const H2_PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n");
 
@@ -128,14 +142,14 @@ export async function bind(opts: ListenOptions): Promise<Listener> {
       if (opts.tls) {
         // ALPN picks h2 or http/1.1; the secure server speaks both.
         const h2 = http2.createSecureServer(
-          { cert: opts.tls.cert, key: opts.tls.key, allowHTTP1: true, handshakeTimeout: headersMs },
+          { cert: opts.tls.cert, key: opts.tls.key, allowHTTP1: true, handshakeTimeout: headersMs, settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS } },
           handler,
         );
         h2.setTimeout(idleMs);
         h2.on("session", (s) => trackSession(sessions, s));
         dispatch = (socket) => h2.emit("connection", guard(socket));
       } else {
-        const h2 = http2.createServer({}, handler);
+        const h2 = http2.createServer({ settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS } }, handler);
         // Sessions with no frames for idleMs are closed.
         h2.setTimeout(idleMs);
         h2.on("session", (s) => trackSession(sessions, s));
@@ -163,11 +177,13 @@ export async function bind(opts: ListenOptions): Promise<Listener> {
       const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
       await Promise.race([idle, deadline]);
       clearTimeout(timer);
+      const drained = inflight === 0;
       for (const s of sessions) s.destroy();
       for (const s of sockets) s.destroy();
       stopH1Timers();
       served = undefined;
       await closed;
+      return drained;
     },
   };
 }

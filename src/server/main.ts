@@ -1,9 +1,9 @@
 import { existsSync } from "node:fs";
-import { pino } from "pino";
+import { DirectoryInUseError } from "../db/index.js";
 import { ConfigError, loadConfig } from "./config.js";
 import { startApp } from "./app.js";
 import { serializeError, type SerializedError } from "./error-serializer.js";
-import { createLogger } from "./logger.js";
+import { createLogger, LogDestination } from "./logger.js";
 
 const PARENT_CHECK_MS = 1000;
 /** Log lines are written in batches (one per request adds up); none waits longer than this. */
@@ -34,23 +34,38 @@ async function main(): Promise<void> {
     }
     throw e;
   }
-  const destination = pino.destination({ dest: 1, sync: true, minLength: 8 * 1024 });
+  // A log destination that fails (the reader of a pipe gone) drops lines, counted in /metrics,
+  // and never blocks or stops the server (docs/security.md, "Shutdown and logging").
+  const destination = new LogDestination(1);
   const logger = createLogger(config.logLevel, destination);
   setInterval(() => destination.flush(), LOG_FLUSH_MS).unref();
-  const app = await startApp(config, { logger });
+  const app = await startApp(config, { logger, logLinesDropped: () => destination.dropped });
   // Whoever waits for the startup lines (the port, the admin token path) sees them now.
-  destination.flushSync();
+  destination.flush();
   const exit = (code: number) => {
-    destination.flushSync();
+    destination.flush();
     process.exit(code);
   };
   let stopping = false;
   const stop = (signal: string) => {
-    if (stopping) return;
+    if (stopping) {
+      // A second signal: whoever sent it will not wait for the drain.
+      logger.warn({ signal }, "second signal: exiting without finishing the shutdown");
+      exit(1);
+    }
     stopping = true;
-    logger.info({ signal }, "draining in-flight requests");
+    logger.info({ signal, timeoutMs: config.shutdownTimeoutMs }, "draining in-flight requests");
+    // The deadline of the whole shutdown: whatever still holds it (a request past its drain, a
+    // store that does not close) does not keep the process beyond it.
+    setTimeout(() => {
+      logger.error({ timeoutMs: config.shutdownTimeoutMs }, "shutdown did not finish within PLATFORM_SHUTDOWN_TIMEOUT; exiting");
+      exit(1);
+    }, config.shutdownTimeoutMs);
     app.close().then(
-      () => exit(0),
+      (drained) => {
+        if (!drained) logger.warn("requests still in flight at the drain deadline were cut off");
+        exit(drained ? 0 : 1);
+      },
       (e: unknown) => {
         logger.error({ err: e }, "shutdown failed");
         exit(1);
@@ -63,11 +78,17 @@ async function main(): Promise<void> {
   // is reparented, and stops too rather than hold the port as an orphan.
   const parent = process.ppid;
   setInterval(() => {
-    if (process.ppid !== parent) stop("parent exited");
+    // Once: a second stop() is a second signal, which exits without draining.
+    if (process.ppid !== parent && !stopping) stop("parent exited");
   }, PARENT_CHECK_MS).unref();
 }
 
 main().catch((e: unknown) => {
+  // Not a fault to debug: the message says what to do.
+  if (e instanceof DirectoryInUseError) {
+    process.stderr.write(`failed to start: ${e.message}\n`);
+    process.exit(1);
+  }
   // Through the log serializer: a failed query at start carries its parameters too.
   const lines: string[] = [];
   for (let cur: SerializedError | undefined = serializeError(e); cur; cur = cur.cause) lines.push(cur.stack ?? `${cur.type}: ${cur.message}`);

@@ -7,7 +7,8 @@ import type { AccessRecord } from "./access-log.js";
  * What `/metrics` shows, in Prometheus' text format (README: Operations):
  * requests by RPC, code and HTTP status with their latency, database
  * queries with theirs and how many are in flight against the pool's size,
- * the grants cache's hits and misses, token exchanges by outcome, open event streams, and the process
+ * the grants cache's hits and misses, token exchanges by outcome, open event streams, log lines
+ * dropped, and the process
  * (CPU, memory, event-loop lag, GC). Labels come from closed sets (RPC
  * names, codes), never from request data, so their number stays bounded.
  */
@@ -69,6 +70,21 @@ export class Metrics {
       registers: [this.registry],
       collect() {
         this.set(count());
+      },
+    });
+  }
+
+  /** Shows the log lines the log destination dropped (logger.ts, LogDestination), read when /metrics is scraped. */
+  logLinesDropped(count: () => number): void {
+    let shown = 0;
+    new Counter({
+      name: "platform_log_lines_dropped_total",
+      help: "Log lines dropped because the log destination failed (a closed pipe, a bad descriptor) or stayed full.",
+      registers: [this.registry],
+      collect() {
+        const now = count();
+        if (now > shown) this.inc(now - shown);
+        shown = now;
       },
     });
   }

@@ -35,6 +35,11 @@ export interface RpcHandlerOptions extends ConnectRouterOptions {
   direct?: RestInvoke;
   /** The methods `direct` can call (the API's; health and reflection are the router's own). */
   directs?: (method: DescMethod) => boolean;
+  /**
+   * Checks a call's headers before its body is read (CallPipeline.admitBody): undefined to go
+   * on at once, else a promise that rejects with the error to answer, the body unread.
+   */
+  admitBody?: (method: DescMethod, req: Req) => Promise<void> | undefined;
 }
 
 // The gRPC and gRPC-Web JSON codecs are not offered: JSON callers use the
@@ -76,6 +81,17 @@ export function rpcHandler(opts: RpcHandlerOptions): (req: Req, res: Res) => voi
     if (GRPC_JSON.test(contentType)) {
       return trailersOnly(res, contentType, Code.InvalidArgument, "the JSON codec is not served over gRPC or gRPC-Web: use application/grpc(+proto), or the Connect protocol or REST for JSON");
     }
+    const admission = opts.admitBody?.(handler.method, req);
+    if (admission) {
+      return void admission.then(
+        () => serve(req, res, handler, url, q, contentType),
+        (e: unknown) => refuseUnread(res, contentType, ConnectError.from(e)),
+      );
+    }
+    serve(req, res, handler, url, q, contentType);
+  };
+
+  function serve(req: Req, res: Res, handler: UniversalHandler, url: string, q: number, contentType: string): void {
     if (direct && opts.directs?.(handler.method)) {
       if (direct.renderJson && isPlainConnectJsonPost(req, handler.method, contentType, readMaxBytes)) {
         return void serveConnectJson(req, res, handler.method as DescMethodUnary, url, direct, direct.renderJson).catch(failed(res));
@@ -85,7 +101,7 @@ export function rpcHandler(opts: RpcHandlerOptions): (req: Req, res: Res) => voi
       }
     }
     viaConnect(req, res, handler, url, q, contentType);
-  };
+  }
 
   /** The call through connect-es's handler; `body`, when given, replaces the request stream (bytes already read). */
   function viaConnect(req: Req, res: Res, handler: UniversalHandler, url: string, q: number, contentType: string, body?: AsyncIterable<Uint8Array>): void {
@@ -435,6 +451,40 @@ function acceptedEncoding(header: string | string[] | undefined): "gzip" | "br" 
     if (!params.some((p) => /^q=0(\.0*)?$/.test(p))) accepted.add(name);
   }
   return accepted.has("gzip") ? "gzip" : accepted.has("br") ? "br" : undefined;
+}
+
+/**
+ * A call refused before its body was read (RpcHandlerOptions.admitBody), answered as connect-es
+ * answers its errors: gRPC the status in trailers, gRPC-Web in headers only (trailers-only),
+ * Connect its error JSON and HTTP status.
+ * The body stays unread: HTTP/1.1 closes the connection after the answer (listener.ts), and Node
+ * resets an HTTP/2 stream answered before its request ended with NO_ERROR (RFC 9113 §8.1), which
+ * tells the client to stop sending.
+ */
+function refuseUnread(res: Res, contentType: string, error: ConnectError): void {
+  if (res.headersSent || res.destroyed) return;
+  if (contentType.startsWith("application/grpc")) {
+    const status = new Headers();
+    setTrailerStatus(status, error);
+    rewriteGrpcStatus(status);
+    const header = { "content-type": contentType.replace(/\+json.*$/i, "+proto") };
+    if (contentType.startsWith("application/grpc-web")) {
+      // Trailers-only: gRPC-Web has no HTTP trailers.
+      res.writeHead(200, { ...header, ...nodeHeaders(status) });
+    } else {
+      // As connect-es answers an error: headers, then the status in trailers.
+      res.writeHead(200, header);
+      res.addTrailers(nodeHeaders(status));
+    }
+    res.end();
+  } else {
+    const header: Record<string, string> = { "content-type": "application/json" };
+    error.metadata.forEach((value, key) => void (header[key] = value));
+    const body = errorToJsonBytes(error, {});
+    header["content-length"] = String(body.byteLength);
+    res.writeHead(codeToHttpStatus(error.code), header);
+    res.end(body);
+  }
 }
 
 /** A gRPC answer made only of headers: the status without a message. */

@@ -96,3 +96,149 @@ describe.concurrent("connection timeouts", () => {
     }
   });
 });
+
+// An anonymous caller cannot make the server hold request bodies: a body that may be larger than
+// 64 KiB is read only once the bearer token in the headers is valid, and a connection has at most
+// 100 streams open (docs/security.md, "Connections").
+describe("HTTP/2 streams and bodies before authentication", () => {
+  let open: TestServer;
+  beforeAll(async () => {
+    open = await startTestServer();
+  });
+  afterAll(async () => {
+    await open?.stop();
+  });
+
+  const MIB = Buffer.alloc(1024 * 1024, 0x20);
+  const CREATE_GROUP = "/platform.iam.v2beta1.GroupsService/CreateGroup";
+
+  /**
+   * Opens a POST whose body is never sent (no DATA frame, no END_STREAM): resolves with the
+   * answer's headers, which must therefore come before any of the body.
+   */
+  function unsentBody(session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders): Promise<http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader> {
+    return new Promise((resolve, reject) => {
+      const stream = session.request({ ":method": "POST", ...headers }, { endStream: false });
+      stream.on("response", (h) => resolve(h));
+      stream.on("error", reject);
+      stream.resume();
+    });
+  }
+
+  /** unsentBody for gRPC: resolves with the trailers, where the status is. */
+  function unsentGrpcBody(session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders): Promise<http2.IncomingHttpHeaders> {
+    return new Promise((resolve, reject) => {
+      const stream = session.request({ ":method": "POST", ...headers }, { endStream: false });
+      stream.on("trailers", (t) => resolve(t));
+      stream.on("error", reject);
+      stream.resume();
+    });
+  }
+
+  it("advertises at most 100 concurrent streams in its SETTINGS", async ({ expect }) => {
+    const session = http2.connect(open.url);
+    try {
+      const settings = await new Promise<http2.Settings>((resolve) => session.once("remoteSettings", resolve));
+      expect(settings.maxConcurrentStreams).toBe(100);
+    } finally {
+      session.close();
+    }
+  });
+
+  it("refuses an anonymous or badly authenticated body of unknown or large length before any of it is sent, on REST, Connect and gRPC", async ({ expect }) => {
+    const session = http2.connect(open.url);
+    try {
+      for (const authorization of [undefined, "Bearer not-a-token"]) {
+        const auth = authorization ? { authorization } : {};
+        const rest = await unsentBody(session, { ":path": "/iam/v2beta1/groups", "content-type": "application/json", ...auth });
+        expect(rest[":status"]).toBe(401);
+        const connect = await unsentBody(session, { ":path": CREATE_GROUP, "content-type": "application/json", "content-length": String(MIB.length), ...auth });
+        expect(connect[":status"]).toBe(401);
+        const grpc = await unsentGrpcBody(session, { ":path": CREATE_GROUP, "content-type": "application/grpc", te: "trailers", ...auth });
+        expect(grpc["grpc-status"]).toBe("16");
+        const grpcWeb = await unsentBody(session, { ":path": CREATE_GROUP, "content-type": "application/grpc-web+proto", ...auth });
+        expect(grpcWeb[":status"]).toBe(200);
+        expect(grpcWeb["grpc-status"]).toBe("16");
+      }
+    } finally {
+      session.close();
+    }
+  });
+
+  it("answers 150 unfinished anonymous 1 MiB POSTs on one connection with 401, having let through at most a flow-control window of each", async ({ expect }) => {
+    // The client's own memory bound (10 MB by default) would stop it queueing 150 MiB.
+    const session = http2.connect(open.url, { maxSessionMemory: 1000 });
+    session.on("error", () => {});
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 150 }, () =>
+          new Promise<{ status: number; closed: Promise<void> }>((resolve, reject) => {
+            const stream = session.request({ ":method": "POST", ":path": "/iam/v2beta1/groups", "content-type": "application/json" }, { endStream: false });
+            const closed = new Promise<void>((done) => stream.once("close", () => done()));
+            stream.on("response", (h) => resolve({ status: Number(h[":status"]), closed }));
+            stream.on("error", reject);
+            stream.resume();
+            // Sent as far as the server's flow control lets it; never finished.
+            stream.write(MIB);
+          }),
+        ),
+      );
+      expect(answers.map((a) => a.status)).toEqual(Array(150).fill(401));
+      // Each stream is ended by the server once answered (RST_STREAM NO_ERROR): nothing more is sent on it.
+      await Promise.all(answers.map((a) => a.closed));
+      // What went out: at most the 64 KiB window of each stream (the server never read on), not 150 MiB.
+      expect(session.socket.bytesWritten).toBeLessThan(150 * 80 * 1024);
+    } finally {
+      session.destroy();
+    }
+    expect((await fetch(`${open.url}/healthz`)).status).toBe(200);
+  });
+
+  it("refuses an anonymous HTTP/1.1 upload that declares a large length before it is sent, and closes the connection", async ({ expect }) => {
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = net.connect(open.app.port, "127.0.0.1", () => {
+        socket.write(`POST /iam/v2beta1/groups HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: ${MIB.length}\r\n\r\n`);
+      });
+      let text = "";
+      socket.on("data", (d: Buffer) => (text += d.toString()));
+      socket.on("close", () => resolve(text));
+      socket.on("error", reject);
+      setTimeout(() => socket.destroy(), 10_000);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 401/);
+    expect(answer.toLowerCase()).toContain("connection: close");
+  });
+
+  it("reads the body of a caller with a valid token, whatever its length: an HTTP/2 REST create without content-length", async ({ expect }) => {
+    const session = http2.connect(open.url);
+    try {
+      const status = await new Promise<number>((resolve, reject) => {
+        const stream = session.request({ ":method": "POST", ":path": "/iam/v2beta1/groups", "content-type": "application/json", authorization: `Bearer ${open.token}` });
+        stream.on("response", (h) => resolve(Number(h[":status"])));
+        stream.on("error", reject);
+        stream.resume();
+        stream.end(JSON.stringify({ name: "read after authentication" }));
+      });
+      expect(status).toBe(200);
+    } finally {
+      session.close();
+    }
+  });
+
+  it("still answers an anonymous gRPC health check, whose body has no declared length", async ({ expect }) => {
+    const session = http2.connect(open.url);
+    try {
+      const headers = await new Promise<http2.IncomingHttpHeaders>((resolve, reject) => {
+        const stream = session.request({ ":method": "POST", ":path": "/grpc.health.v1.Health/Check", "content-type": "application/grpc", te: "trailers" });
+        stream.on("trailers", (t) => resolve(t));
+        stream.on("error", reject);
+        stream.resume();
+        // An empty HealthCheckRequest: one uncompressed envelope of length 0.
+        stream.end(Buffer.from([0, 0, 0, 0, 0]));
+      });
+      expect(headers["grpc-status"]).toBe("0");
+    } finally {
+      session.close();
+    }
+  });
+});

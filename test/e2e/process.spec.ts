@@ -1,5 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
+import net from "node:net";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -34,10 +35,10 @@ afterAll(async () => {
  * (test/support/store-templates.ts): what is under test is the process, and a store made from
  * nothing (initdb, every migration) cost the first start 1.7 core-seconds.
  */
-async function newDataDir(): Promise<string> {
+async function newDataDir(pglite = !postgresAdminUrl()): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), "platform-process-"));
   dataDirs.push(dir);
-  if (!postgresAdminUrl()) await copyPgliteTemplate(join(dir, "pglite"), "migrated");
+  if (pglite) await copyPgliteTemplate(join(dir, "pglite"), "migrated");
   return dir;
 }
 
@@ -50,15 +51,32 @@ interface Started {
 }
 
 async function npmStart(dataDir: string, extra: Record<string, string> = {}): Promise<Started> {
+  return start(["npm", "start", "--silent"], dataDir, extra);
+}
+
+/** The compiled server under node itself, no npm between: the test signals it and reads its output. */
+async function nodeStart(dataDir: string, extra: Record<string, string> = {}): Promise<Started> {
+  return start([process.execPath, ENTRY], dataDir, extra);
+}
+
+/** The environment of a server on `dataDir`: on a pooled PostgreSQL database unless `pglite`. */
+async function serverEnv(dataDir: string, extra: Record<string, string>, pglite = false): Promise<{ env: NodeJS.ProcessEnv; release?: () => void }> {
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: "0", HOST: "127.0.0.1", PLATFORM_DATA_DIR: dataDir, LOG_LEVEL: "info", ...extra };
-  const database = postgresAdminUrl() ? await takePostgresDatabase() : undefined;
+  delete env["DATABASE_URL"];
+  const database = postgresAdminUrl() && !pglite ? await takePostgresDatabase() : undefined;
   if (database) env["DATABASE_URL"] = database.store;
-  const npm = spawn("npm", ["start", "--silent"], { env, stdio: ["ignore", "pipe", "pipe"] });
-  const exited = new Promise<number | null>((resolve) => npm.once("exit", (code) => resolve(code)));
+  return { env, ...(database ? { release: database.release } : {}) };
+}
+
+async function start([command, ...args]: string[], dataDir: string, extra: Record<string, string>, pglite = false): Promise<Started> {
+  const { env, release } = await serverEnv(dataDir, extra, pglite);
+  const child = spawn(command!, args, { env, stdio: ["ignore", "pipe", "pipe"] });
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
   let out = "";
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no port in 30 s: ${out}`)), 30_000);
-    npm.stdout!.on("data", (d: Buffer) => {
+    // Generous: the machines the suite runs on may be busy.
+    const timer = setTimeout(() => reject(new Error(`no port in 90 s: ${out}`)), 90_000);
+    child.stdout!.on("data", (d: Buffer) => {
       out += d.toString();
       const m = /"port":(\d+)/.exec(out);
       if (m) {
@@ -68,8 +86,8 @@ async function npmStart(dataDir: string, extra: Record<string, string> = {}): Pr
     });
   });
   // The server, not npm, holds the database's connections, and it may outlive npm.
-  if (database) databases.push({ release: database.release, server: serverPid(npm) });
-  return { npm, port, exited, log: out };
+  if (release) databases.push({ release, server: command === "npm" ? serverPid(child) : child.pid });
+  return { npm: child, port, exited, log: out };
 }
 
 /** The server: npm's child (the start script execs node, so no shell stands between them). */
@@ -162,4 +180,96 @@ describe.concurrent("npm start", () => {
       expect(await until(() => !alive(pid!), 10_000)).toBe(true);
     }, 60_000);
   });
+});
+
+/** A request whose body never finishes: it stays in flight until the server cuts it off. */
+function heldRequest(port: number): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, "127.0.0.1", () => {
+      socket.write("POST /iam/v2beta1/groups HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{\"displayName\"");
+      // Long enough for the server to have started on it.
+      setTimeout(() => resolve(socket), 1000);
+    });
+    socket.on("error", () => {});
+    socket.once("error", reject);
+  });
+}
+
+const seconds = (since: number) => (Date.now() - since) / 1000;
+
+describe("shutdown and logging", () => {
+  it("cuts off a request still in flight at PLATFORM_SHUTDOWN_TIMEOUT and exits 1, without waiting for it", async () => {
+    const s = await nodeStart(await newDataDir(), { PLATFORM_SHUTDOWN_TIMEOUT: "2s" });
+    const held = await heldRequest(s.port);
+    const closed = new Promise<void>((resolve) => held.once("close", () => resolve()));
+    const signalled = Date.now();
+    s.npm.kill("SIGTERM");
+    expect(await s.exited).toBe(1);
+    // The drain had most of the 2 s; generous upper bound for a loaded machine.
+    expect(seconds(signalled)).toBeGreaterThan(1.2);
+    expect(seconds(signalled)).toBeLessThan(15);
+    await closed;
+  }, 180_000);
+
+  it("exits at once on a second signal, while a request holds the drain open", async () => {
+    const s = await nodeStart(await newDataDir());
+    await heldRequest(s.port);
+    s.npm.kill("SIGTERM");
+    await new Promise((r) => setTimeout(r, 500));
+    // Still draining (the default timeout is 25 s): the request holds it.
+    expect(alive(s.npm.pid!)).toBe(true);
+    const second = Date.now();
+    s.npm.kill("SIGTERM");
+    expect(await s.exited).toBe(1);
+    expect(seconds(second)).toBeLessThan(10);
+  }, 180_000);
+
+  it("keeps serving when the reader of its log pipe is gone, counts the dropped lines in /metrics, and exits promptly on SIGTERM", async () => {
+    const s = await nodeStart(await newDataDir());
+    // The reader goes away: every further write to the pipe fails with EPIPE.
+    s.npm.stdout!.destroy();
+    for (let i = 0; i < 50; i++) expect((await fetch(`http://127.0.0.1:${s.port}/healthz`)).status).toBe(200);
+    // Lines are written in batches at least every half second.
+    await new Promise((r) => setTimeout(r, 1200));
+    const metrics = await (await fetch(`http://127.0.0.1:${s.port}/metrics`)).text();
+    const dropped = Number(/^platform_log_lines_dropped_total (\d+)/m.exec(metrics)?.[1]);
+    expect(dropped).toBeGreaterThanOrEqual(50);
+    const signalled = Date.now();
+    s.npm.kill("SIGTERM");
+    expect(await s.exited).toBe(0);
+    expect(seconds(signalled)).toBeLessThan(10);
+  }, 180_000);
+});
+
+/** Runs the server to its exit (a start that is refused): its exit code and what it wrote to stderr. */
+async function refusedStart(dataDir: string): Promise<{ code: number | null; stderr: string }> {
+  const { env } = await serverEnv(dataDir, {}, true);
+  const child = spawn(process.execPath, [ENTRY], { env, stdio: ["ignore", "pipe", "pipe"] });
+  let stderr = "";
+  child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+  const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+  const code = await new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)));
+  clearTimeout(timer);
+  return { code, stderr };
+}
+
+// The lock is the embedded store's (PGlite): these run on PGlite whatever the run's back-end.
+describe("one server per embedded data directory", () => {
+  it("refuses a second server on the directory, naming the first one's pid and port; once the first is killed outright a new one starts", async () => {
+    const dataDir = await newDataDir(true);
+    const first = await start([process.execPath, ENTRY], dataDir, {}, true);
+    const second = await refusedStart(dataDir);
+    expect(second.code).toBe(1);
+    expect(second.stderr).toContain(`in use by process ${first.npm.pid} (serving on port ${first.port})`);
+    expect(second.stderr).toContain("serves one process only");
+    // The first is untouched.
+    expect((await fetch(`http://127.0.0.1:${first.port}/readyz`)).status).toBe(200);
+
+    first.npm.kill("SIGKILL");
+    await first.exited;
+    const third = await start([process.execPath, ENTRY], dataDir, {}, true);
+    expect((await fetch(`http://127.0.0.1:${third.port}/readyz`)).status).toBe(200);
+    third.npm.kill("SIGTERM");
+    expect(await third.exited).toBe(0);
+  }, 240_000);
 });

@@ -56,7 +56,7 @@ export async function startTestServer(
     PORT: "0",
     HOST: "127.0.0.1",
     PLATFORM_DATA_DIR: dataDir,
-    PLATFORM_SHUTDOWN_GRACE_MS: "2000",
+    PLATFORM_SHUTDOWN_TIMEOUT: "2500ms",
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
     ...env,
   };

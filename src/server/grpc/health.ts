@@ -1,5 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ConnectRouter } from "@connectrpc/connect";
+import type { UniversalHandlerOptions } from "@connectrpc/connect/protocol";
 import {
   Health,
   HealthCheckResponseSchema,
@@ -22,6 +23,7 @@ export function registerHealth(
   serviceNames: string[],
   shutdown: AbortSignal,
   pollMs = 1000,
+  options?: Partial<UniversalHandlerOptions>,
 ): void {
   const known = new Set(["", ...serviceNames]);
   // Half the poll interval: a watcher then sees a change at most 1.5 polls late.
@@ -75,7 +77,7 @@ export function registerHealth(
         dispose();
       }
     },
-  });
+  }, options);
 }
 
 function toWire(status: ServingStatus): Wire {

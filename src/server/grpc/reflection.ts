@@ -1,5 +1,6 @@
 import { create, type DescService } from "@bufbuild/protobuf";
 import type { ConnectRouter } from "@connectrpc/connect";
+import type { UniversalHandlerOptions } from "@connectrpc/connect/protocol";
 import * as v1 from "../../../gen/grpc/reflection/v1/reflection_pb.js";
 import * as v1alpha from "../../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { DescriptorIndex } from "./descriptor-index.js";
@@ -16,7 +17,7 @@ import { ReflectionSession } from "./reflection-session.js";
  * start, which it cost a few milliseconds), and the Node adapter runs all registrations
  * before it serves anything, so by then the router is complete.
  */
-export function registerReflection(router: ConnectRouter, services: DescService[]): void {
+export function registerReflection(router: ConnectRouter, services: DescService[], options?: Partial<UniversalHandlerOptions>): void {
   let index: DescriptorIndex | undefined;
   const completeIndex = (): DescriptorIndex => {
     if (index) return index;
@@ -47,7 +48,7 @@ export function registerReflection(router: ConnectRouter, services: DescService[
         });
       }
     },
-  });
+  }, options);
 
   router.service(v1alpha.ServerReflection, {
     async *serverReflectionInfo(requests) {
@@ -60,5 +61,5 @@ export function registerReflection(router: ConnectRouter, services: DescService[
         });
       }
     },
-  });
+  }, options);
 }
