@@ -184,6 +184,8 @@ describe("outbound budgets: anonymous exchanges naming slow issuers", () => {
       PLATFORM_OIDC_ISSUER: upstream.issuer,
       PLATFORM_OIDC_CLIENT_ID: CLIENT_ID,
       PLATFORM_OIDC_CLIENT_SECRET: "upstream-secret",
+      // The organization's provider is on this machine: no page before it (browser-login.spec tests it).
+      PLATFORM_TRUSTED_IDP_HOSTS: "127.0.0.1",
     });
   });
   afterAll(async () => {

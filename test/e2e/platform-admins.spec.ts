@@ -36,6 +36,8 @@ const adminsEnv = () => ({
   PLATFORM_OIDC_CLIENT_ID: "platform",
   PLATFORM_OIDC_CLIENT_SECRET: "platform-secret",
   PLATFORM_ALLOW_INSECURE_ISSUERS: "true",
+  // The organizations' providers are on this machine: no page before them (browser-login.spec tests it).
+  PLATFORM_TRUSTED_IDP_HOSTS: "127.0.0.1",
   // alice by subject; grace and olga by their (verified) e-mail, in another case than the upstream's.
   PLATFORM_ADMINS: ` ${upstream.issuer}|alice , email:Grace@Example.com,email:olga@example.com`,
 });
