@@ -107,9 +107,14 @@ const JSON_TYPES = new Set(["google.protobuf.Struct", "google.protobuf.Value", "
 function checkJson(value: unknown, path: string, depth: number): void {
   if (depth > MAX_DEPTH) throw invalidArgument(path, `is nested more than ${MAX_DEPTH} levels deep`);
   if (typeof value === "string") checkText(value, path);
-  else if (Array.isArray(value)) value.forEach((v, i) => checkJson(v, `${path}[${i}]`, depth + 1));
-  else if (value !== null && typeof value === "object") {
-    for (const [k, v] of Object.entries(value)) {
+  else if (Array.isArray(value)) {
+    // A JSON list or object is a repeated field too: the same cap, before its entries are looked at.
+    checkCount(value.length, path);
+    value.forEach((v, i) => checkJson(v, `${path}[${i}]`, depth + 1));
+  } else if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value);
+    checkCount(entries.length, path);
+    for (const [k, v] of entries) {
       checkText(k, path);
       checkJson(v, `${path}.${k}`, depth + 1);
     }

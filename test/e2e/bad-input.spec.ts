@@ -284,6 +284,16 @@ describe("repeated and map fields", () => {
         expect(String(res.body["message"]), field).toBe(`Invalid argument: ${field}: must have at most 1000 entries`);
       }
     }
+    // Inside JSON (a google.protobuf.Struct: an advisory document), a list or an object is capped the same.
+    const doc = { id: "CVE-2001-0002", modified: "2024-01-01T00:00:00Z" };
+    for (const [document, field] of [
+      [{ ...doc, affected: Array(1001).fill({}) }, "documents[0].affected"],
+      [{ ...doc, database_specific: Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`k${i}`, i])) }, "documents[0].database_specific"],
+    ] as const) {
+      const res = await call("POST", "/vulnerabilities/v2beta1/advisories:import", { documents: [document] });
+      expect(res.status, field).toBe(400);
+      expect(String(res.body["message"]), field).toBe(`Invalid argument: ${field}: must have at most 1000 entries`);
+    }
     // A map key longer than any the service uses.
     expectBadRequest(await call("POST", `/iam/v2beta1/groups/${org}`, { name: "key", resourceLimits: { ["k".repeat(257)]: 1 } }), "resource_limits", "long key");
     // The services' own, lower caps still apply below it.
