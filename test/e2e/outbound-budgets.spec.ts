@@ -61,17 +61,24 @@ interface FakeIdp extends Local {
   seenAtDiscovery: number[];
   /** A workload token of this issuer for the token exchange. */
   workloadToken(sub: string, aud: string): Promise<string>;
+  /** Token requests with the code "slow", held unanswered now (until the server gives up on them). */
+  heldTokenRequests(): number;
+  /** The most of them held at once. */
+  mostHeldTokenRequests(): number;
 }
 
 /**
  * A small OpenID provider: discovery, keys, and a token endpoint whose code is the nonce and
  * subject, so a test can run the whole authorization code flow without a browser. `watch` is
- * read at each discovery request (how many slow requests were held right then).
+ * read at each discovery request (how many slow requests were held right then). The code "slow"
+ * is never answered.
  */
 async function fakeIdp(watch: () => number): Promise<FakeIdp> {
   const { privateKey, publicKey } = await generateKeyPair("ES256");
   const jwk = { ...(await exportJWK(publicKey)), kid: "k1", alg: "ES256", use: "sig" };
   let count = 0;
+  let held = 0;
+  let mostHeld = 0;
   const seenAtDiscovery: number[] = [];
   let issuer = "";
   const sign = (claims: JsonObject) =>
@@ -106,6 +113,12 @@ async function fakeIdp(watch: () => number): Promise<FakeIdp> {
       req.on("data", (chunk: Buffer) => (body += chunk.toString()));
       req.on("end", () => {
         const code = new URLSearchParams(body).get("code") ?? "";
+        if (code === "slow") {
+          held++;
+          mostHeld = Math.max(mostHeld, held);
+          res.on("close", () => held--);
+          return;
+        }
         const { nonce, sub } = JSON.parse(Buffer.from(code, "base64url").toString()) as { nonce: string; sub: string };
         void sign({ sub, aud: CLIENT_ID, nonce, email: `${sub}@example.com`, email_verified: true }).then((idToken) =>
           json(res, { access_token: "opaque", token_type: "Bearer", expires_in: 300, id_token: idToken }),
@@ -116,7 +129,15 @@ async function fakeIdp(watch: () => number): Promise<FakeIdp> {
     res.writeHead(404).end();
   });
   issuer = listening.issuer;
-  return { issuer, requests: () => count, seenAtDiscovery, workloadToken: (sub, aud) => sign({ sub, aud }), stop: stopper(listening.server) };
+  return {
+    issuer,
+    requests: () => count,
+    seenAtDiscovery,
+    workloadToken: (sub, aud) => sign({ sub, aud }),
+    heldTokenRequests: () => held,
+    mostHeldTokenRequests: () => mostHeld,
+    stop: stopper(listening.server),
+  };
 }
 
 /** A person's whole sign-in (`/oauth`, the provider, `/oauth/callback`); the CLI callback's token or error. */
@@ -294,7 +315,7 @@ describe("/sts/exchange rate limits", () => {
     const byIdentity = await exchange(server, x, token);
     expect(byIdentity.status).toBe(429);
     expect(byIdentity.body["code"]).toBe(8);
-    expect(byIdentity.body["message"]).toMatch(/^Resource exhausted: too many token exchanges for this identity: at most 2 per 60 s; retry in \d+ s$/);
+    expect(byIdentity.body["message"]).toMatch(/^Resource exhausted: too many refused token exchanges for this identity: at most 2 per 60 s; retry in \d+ s$/);
     expect(quotaViolation(byIdentity.body)).toMatchObject({ subject: `identity:${x}` });
     expect(Number(byIdentity.retryAfter)).toBeGreaterThanOrEqual(1);
     expect(Number(byIdentity.retryAfter)).toBeLessThanOrEqual(60);
@@ -317,5 +338,75 @@ describe("/sts/exchange rate limits", () => {
     expect(Number(byAddress.retryAfter)).toBeGreaterThanOrEqual(1);
     // Counted before anything else: even a malformed call is answered 429 now.
     expect((await exchange(server, "nonsense", token)).status).toBe(429);
+  });
+});
+
+/** A GET from the loopback address `from` (127.0.0.0/8: each is another client to the limits). */
+function getFrom(from: string, url: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { localAddress: from, headers, agent: false }, (res) => {
+      let body = "";
+      res.on("data", (chunk: Buffer) => (body += chunk.toString()));
+      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+describe("/sts/exchange: strangers naming an identity cannot lock its workloads out", () => {
+  let server: TestServer;
+  let workloads: FakeIdp;
+  let uncached: FakeIdp;
+
+  beforeAll(async () => {
+    workloads = await fakeIdp(() => 0);
+    uncached = await fakeIdp(() => 0);
+    server = await startTestServer({ PLATFORM_ALLOW_INSECURE_ISSUERS: "true", PLATFORM_STS_RATE_PER_ADDRESS: "10", PLATFORM_STS_RATE_PER_IDENTITY: "20" });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await Promise.all([workloads, uncached].map((s) => s?.stop()));
+  });
+
+  const exchangeFrom = async (from: string, identity: string, token: string) => {
+    const url = `${server.url}/sts/exchange?aud=${encodeURIComponent(server.app.urls.baseUrl)}&identity=${encodeURIComponent(identity)}`;
+    const res = await getFrom(from, url, { authorization: `Bearer ${token}` });
+    return { status: res.status, body: JSON.parse(res.body) as JsonObject };
+  };
+
+  it("after refused exchanges from several addresses, the identity's valid token still gets a token; garbage naming an uncached issuer gets 429", async () => {
+    const admin = restClient(server.url, server.token);
+    const org = (await ok(admin("POST", "/iam/v2beta1/groups", { name: `victim-${randomBytes(3).toString("hex")}` })))["uid"] as string;
+    const robot = (await ok(admin("POST", `/iam/v2beta1/identities/${org}`, { name: "ci", claimMatch: { issuer: workloads.issuer, subject: "deploy" } })))["uid"] as string;
+    const valid = () => workloads.workloadToken("deploy", server.app.urls.authUrl);
+    // The workload exchanges as usual: its issuer's keys are in use.
+    expect((await exchangeFrom("127.0.0.20", robot, await valid())).status).toBe(200);
+
+    // 30 garbage calls from 3 addresses (10 each, their whole rate): 20 refused, then 429.
+    const statuses: number[] = [];
+    for (const from of ["127.0.0.21", "127.0.0.22", "127.0.0.23"]) {
+      for (let i = 0; i < 10; i++) statuses.push((await exchangeFrom(from, robot, "x.y.z")).status);
+    }
+
+    // The workload still gets its token, from another address.
+    const workload = await exchangeFrom("127.0.0.24", robot, await valid());
+    expect(workload.status, JSON.stringify(workload.body)).toBe(200);
+    expect(workload.body["token"]).toBeTruthy();
+    expect(statuses.filter((s) => s === 401)).toHaveLength(20);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(10);
+    // A token naming the cached issuer but not signed by it is refused, checked with the cached keys.
+    expect((await exchangeFrom("127.0.0.24", robot, unsignedToken(workloads.issuer))).status).toBe(401);
+    // One naming an issuer whose keys are not cached would need a request out: 429, nothing sent.
+    const limited = await exchangeFrom("127.0.0.24", robot, unsignedToken(uncached.issuer));
+    expect(limited.status).toBe(429);
+    expect(limited.body["message"]).toMatch(/too many refused token exchanges for this identity/);
+    expect(uncached.requests()).toBe(0);
+
+    // An identity that does not exist is answered the same way: a 429 does not tell which exist.
+    const missing = newChildUid(org);
+    for (let i = 0; i < 20; i++) expect((await exchangeFrom(`127.0.1.${i}`, missing, "x.y.z")).status).toBe(401);
+    expect((await exchangeFrom("127.0.1.30", missing, unsignedToken(workloads.issuer))).status).toBe(401);
+    expect((await exchangeFrom("127.0.1.30", missing, unsignedToken(uncached.issuer))).status).toBe(429);
   });
 });
