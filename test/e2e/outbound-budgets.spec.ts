@@ -354,6 +354,88 @@ function getFrom(from: string, url: string, headers: Record<string, string> = {}
   });
 }
 
+/** `/oauth` from `from`: the login cookie and the provider's authorization URL. */
+async function startFrom(target: TestServer, from: string): Promise<{ cookie: string; authorize: URL }> {
+  const url = new URL(`${target.app.urls.authUrl}/oauth`);
+  url.search = new URLSearchParams({ redirect: CALLBACK, state: randomBytes(6).toString("hex") }).toString();
+  const start = await getFrom(from, url.href);
+  expect(start.status, start.body).toBe(302);
+  const cookies = ([] as string[]).concat(start.headers["set-cookie"] ?? []);
+  return { cookie: cookies.map((c) => c.split(";")[0]).join("; "), authorize: new URL(start.headers.location!) };
+}
+
+/** `/oauth/callback` from `from` with `code`: the CLI callback's token or error. */
+async function callbackFrom(target: TestServer, from: string, login: { cookie: string; authorize: URL }, code: string) {
+  const back = new URL(`${target.app.urls.authUrl}/oauth/callback`);
+  back.search = new URLSearchParams({ code, state: login.authorize.searchParams.get("state") ?? "" }).toString();
+  const done = await getFrom(from, back.href, { cookie: login.cookie });
+  expect(done.status, done.body).toBe(302);
+  const result = new URL(done.headers.location!);
+  return { token: result.searchParams.get("token"), error: result.searchParams.get("error"), description: result.searchParams.get("error_description") };
+}
+
+describe("sign-in per client address: a share of the sign-in budget, and a rate", () => {
+  let server: TestServer;
+  let upstream: FakeIdp;
+
+  beforeAll(async () => {
+    upstream = await fakeIdp(() => 0);
+    server = await startTestServer({
+      PLATFORM_ALLOW_INSECURE_ISSUERS: "true",
+      PLATFORM_OIDC_ISSUER: upstream.issuer,
+      PLATFORM_OIDC_CLIENT_ID: CLIENT_ID,
+      PLATFORM_OIDC_CLIENT_SECRET: "upstream-secret",
+      PLATFORM_LOGIN_RATE_PER_ADDRESS: "40",
+    });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await upstream?.stop();
+  });
+
+  it("one address holding 16 slow callbacks gets 2 token requests out, and a person at another address still signs in", async () => {
+    const attacker = "127.0.0.2";
+    const logins = await Promise.all(Array.from({ length: 16 }, () => startFrom(server, attacker)));
+    const attack = logins.map((login) => callbackFrom(server, attacker, login, "slow"));
+    await until(() => upstream.heldTokenRequests() >= 2, "the attacker's token requests to be held");
+
+    const person = await startFrom(server, "127.0.0.9");
+    const code = Buffer.from(JSON.stringify({ nonce: person.authorize.searchParams.get("nonce"), sub: "alice" })).toString("base64url");
+    const signedIn = await callbackFrom(server, "127.0.0.9", person, code);
+    expect(signedIn, "the person's sign-in").toMatchObject({ error: null });
+    expect(signedIn.token).toBeTruthy();
+
+    // The attacker's address held 2 of the deployment's 16; the rest failed fast, unsent.
+    const answers = await Promise.all(attack);
+    expect(upstream.mostHeldTokenRequests()).toBe(2);
+    expect(answers.every((a) => a.error === "upstream_error")).toBe(true);
+    expect(answers.filter((a) => /too many sign-ins are in progress/.test(a.description ?? ""))).toHaveLength(14);
+  });
+
+  it("answers starts and callbacks over PLATFORM_LOGIN_RATE_PER_ADDRESS with 429 and a page saying so; other addresses go on", async () => {
+    const from = "127.0.0.3";
+    const logins = [];
+    for (let i = 0; i < 40; i++) logins.push(await startFrom(server, from));
+    const url = new URL(`${server.app.urls.authUrl}/oauth`);
+    url.search = new URLSearchParams({ redirect: CALLBACK, state: "s" }).toString();
+    const refused = await getFrom(from, url.href);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers["retry-after"])).toBeGreaterThanOrEqual(1);
+    expect(Number(refused.headers["retry-after"])).toBeLessThanOrEqual(60);
+    expect(refused.headers["content-type"]).toMatch(/^text\/html/);
+    expect(refused.body).toContain("Too many sign-in attempts from this address");
+    expect(refused.headers["set-cookie"]).toBeUndefined();
+
+    const back = new URL(`${server.app.urls.authUrl}/oauth/callback`);
+    back.search = new URLSearchParams({ code: "x", state: logins[0]!.authorize.searchParams.get("state") ?? "" }).toString();
+    const callback = await getFrom(from, back.href, { cookie: logins[0]!.cookie });
+    expect(callback.status).toBe(429);
+    expect(callback.body).toContain("Too many sign-in attempts from this address");
+
+    await startFrom(server, "127.0.0.4");
+  });
+});
+
 describe("/sts/exchange: strangers naming an identity cannot lock its workloads out", () => {
   let server: TestServer;
   let workloads: FakeIdp;
