@@ -33,6 +33,20 @@ describe("ExchangeLimits", () => {
     expect(refused).toBeInstanceOf(ConnectError);
     expect((refused as ConnectError).code).toBe(Code.ResourceExhausted);
     await limits.fromAddress("192.0.2.2");
-    for (let i = 0; i < 10; i++) await limits.forIdentity("org/robot");
+    for (let i = 0; i < 10; i++) await limits.refusedFor("org/robot");
+    expect(await limits.identityOver("org/robot")).toBeUndefined();
+  });
+
+  it("per identity counts only refusals, and says when they reached the limit without counting the asking", async () => {
+    const limits = new ExchangeLimits({ perAddress: 0, perIdentity: 2 });
+    for (let i = 0; i < 5; i++) expect(await limits.identityOver("org/robot")).toBeUndefined();
+    await limits.refusedFor("org/robot");
+    expect(await limits.identityOver("org/robot")).toBeUndefined();
+    await limits.refusedFor("org/robot");
+    const over = await limits.identityOver("org/robot");
+    expect(over).toBeInstanceOf(ConnectError);
+    expect((over as ConnectError).code).toBe(Code.ResourceExhausted);
+    expect((over as ConnectError).metadata.get("retry-after")).toMatch(/^\d+$/);
+    expect(await limits.identityOver("org/other")).toBeUndefined();
   });
 });

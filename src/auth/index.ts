@@ -5,5 +5,5 @@ export { openidConfiguration, jwks } from "./well-known.js";
 export { bootstrapAdminToken, writeAdminToken } from "./bootstrap.js";
 export { OidcIssuers } from "./oidc-issuers.js";
 export { OutboundBudgets, type OutboundLimits } from "./outbound-budgets.js";
-export { ExchangeLimits } from "./exchange-limits.js";
+export { ExchangeLimits, PerMinuteLimit } from "./exchange-limits.js";
 export { exchangeToken, type TokenExchangeDeps } from "./token-exchange.js";

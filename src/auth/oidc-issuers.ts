@@ -69,26 +69,42 @@ export class OidcIssuers {
   async verify(token: string, issuer: string, budget: EgressBudget, audience?: string): Promise<JWTPayload> {
     // The guard's refusal says why (for the log); the caller answers generically.
     if (!issuerShaped(this.opts.egress.checkUrl(issuer))) throw new Error("issuer has a query or fragment");
-    const check = async (keys: IssuerKeys) =>
-      (
-        await jwtVerify(token, createLocalJWKSet(keys.jwks), {
-          issuer,
-          algorithms: ALGORITHMS,
-          currentDate: this.opts.clock(),
-          clockTolerance: 30,
-          requiredClaims: ["iss", "sub", "exp"],
-          ...(audience ? { audience } : {}),
-        })
-      ).payload;
     const keys = await this.issuerKeys(issuer, budget, false);
     try {
-      return await check(keys);
+      return await this.check(token, issuer, keys, audience);
     } catch (e) {
       // The issuer may have rotated: fetch once more, rate-limited.
       const now = this.opts.clock().getTime();
       if ((e as { code?: string }).code !== "ERR_JWKS_NO_MATCHING_KEY" || now - keys.fetchedAt < REFETCH_COOLDOWN_MS) throw e;
-      return check(await this.issuerKeys(issuer, budget, true));
+      return this.check(token, issuer, await this.issuerKeys(issuer, budget, true), audience);
     }
+  }
+
+  /** True when `issuer`'s keys are cached: verifyCached can decide a token of it without going out. */
+  hasKeys(issuer: string): boolean {
+    return this.keys.has(issuer);
+  }
+
+  /**
+   * verify with the keys already cached, never going out (not even for an unknown kid); throws on
+   * any failure, and when `issuer`'s keys are not cached.
+   */
+  async verifyCached(token: string, issuer: string, audience?: string): Promise<JWTPayload> {
+    const keys = this.keys.get(issuer);
+    if (!keys) throw new Error("the issuer's keys are not cached (not contacted: the identity is over its limit of refused exchanges)");
+    return this.check(token, issuer, keys, audience);
+  }
+
+  private async check(token: string, issuer: string, keys: IssuerKeys, audience: string | undefined): Promise<JWTPayload> {
+    const verified = await jwtVerify(token, createLocalJWKSet(keys.jwks), {
+      issuer,
+      algorithms: ALGORITHMS,
+      currentDate: this.opts.clock(),
+      clockTolerance: 30,
+      requiredClaims: ["iss", "sub", "exp"],
+      ...(audience ? { audience } : {}),
+    });
+    return verified.payload;
   }
 
   private async issuerKeys(issuer: string, budget: EgressBudget, refresh: boolean): Promise<IssuerKeys> {

@@ -1,5 +1,6 @@
 import { organizationOf } from "../db/index.js";
 import type { Egress, EgressBudget } from "../egress/index.js";
+import { addressKey } from "./exchange-limits.js";
 
 export interface OutboundLimits {
   /** The deployment's upstream sign-in provider: held for it alone. */
@@ -8,6 +9,8 @@ export interface OutboundLimits {
   organizationInFlight: number;
   /** All organizations' identity providers together; and, apart, all their identities' issuers. */
   organizationsInFlight: number;
+  /** One client address's share of each sign-in budget (the deployment's, each organization's). */
+  signInInFlightPerAddress: number;
 }
 
 /**
@@ -18,6 +21,8 @@ export interface OutboundLimits {
  * and the issuers the token exchange contacts, again each organization
  * within its share. The exchange is anonymous, so its callers can only ever
  * exhaust the issuers' budget of the organization whose identity they name.
+ * Sign-in is anonymous too until its callback: within each sign-in budget,
+ * one client address holds a small share of its own (forClient).
  */
 export class OutboundBudgets {
   private readonly upstream: EgressBudget;
@@ -41,6 +46,15 @@ export class OutboundBudgets {
   /** The deployment's upstream sign-in provider (PLATFORM_OIDC_ISSUER). */
   deploymentSignIn(): EgressBudget {
     return this.upstream;
+  }
+
+  /**
+   * `budget` (a sign-in budget) as spent for the client at `address` (the
+   * socket's peer): at most PLATFORM_LOGIN_IN_FLIGHT_PER_ADDRESS of its
+   * requests in flight for that address, keyed as the rate limits key it.
+   */
+  forClient(budget: EgressBudget, address: string | undefined): EgressBudget {
+    return budget.within(`client:${addressKey(address)}`, this.limits.signInInFlightPerAddress);
   }
 
   /** The identity providers of the organization holding `uid`. */

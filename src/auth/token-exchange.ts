@@ -1,3 +1,4 @@
+import { Code, ConnectError } from "@connectrpc/connect";
 import { eq } from "drizzle-orm";
 import { decodeJwt, type JWTPayload } from "jose";
 import { LRUCache } from "lru-cache";
@@ -18,7 +19,7 @@ export interface TokenExchangeDeps {
   issuers: OidcIssuers;
   /** Keys are fetched on the issuers' budget of the identity's organization. */
   budgets: Pick<OutboundBudgets, "exchangeIssuers">;
-  /** Calls per client address and per identity (this replica's counts). */
+  /** Calls per client address, refused calls per identity (this replica's counts). */
   limits: ExchangeLimits;
   /** Audiences a caller may ask for: the API base URL and the registry audience. */
   audiences: string[];
@@ -113,9 +114,38 @@ export async function exchangeToken(deps: TokenExchangeDeps, req: ExchangeReques
   // Only identities held by a group are assumable: root-level ones are the
   // bootstrap identity and people who signed in with a browser.
   if (!UID_SHAPES.child.test(req.identityUid)) throw invalidArgument("identity", "is not the uid of an identity held by a group");
-  // Counted whether the identity exists or not: a 429 must not tell which ones do. Made-up uids
-  // cost their caller its address's count, which bounds how many of them there can be.
-  await deps.limits.forIdentity(req.identityUid);
+  // Refused exchanges naming the identity are counted, whether it exists or not, and accepted ones
+  // are not: strangers naming it cannot spend what its workloads need. Once it is over its count,
+  // only tokens whose own `iss` has keys already cached are looked at (verified with those keys,
+  // never going out); the rest are answered 429. Both are decided by the token and the count
+  // alone, before the identity is looked up, so a 429 does not tell whether it exists
+  // (docs/security.md, "Outbound budgets").
+  const over = await deps.limits.identityOver(req.identityUid);
+  if (over) {
+    const claimed = claimedIssuer(req.oidcToken);
+    if (claimed === undefined || !deps.issuers.hasKeys(claimed)) throw over;
+  }
+  try {
+    return await exchangeChecked(deps, req, over !== undefined);
+  } catch (e) {
+    if (e instanceof ConnectError && e.code === Code.Unauthenticated) await deps.limits.refusedFor(req.identityUid);
+    throw e;
+  }
+}
+
+/** The `iss` a token claims (not verified), if it is a JWT that names one. */
+function claimedIssuer(token: string | undefined): string | undefined {
+  if (!token) return undefined;
+  try {
+    const iss = decodeJwt(token).iss;
+    return typeof iss === "string" ? iss : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The exchange after its limits; `cachedKeysOnly`: the identity is over its count of refusals. */
+async function exchangeChecked(deps: TokenExchangeDeps, req: ExchangeRequest, cachedKeysOnly: boolean): Promise<MintedToken> {
   const reject = (reason: string) => {
     deps.onRejected(reason);
     return unauthenticated("the token was not accepted for this identity");
@@ -148,7 +178,9 @@ export async function exchangeToken(deps: TokenExchangeDeps, req: ExchangeReques
   if (!issuer) throw reject("identity has no usable issuer for this token");
   let payload: JWTPayload;
   try {
-    payload = await deps.issuers.verify(req.oidcToken, issuer, deps.budgets.exchangeIssuers(identity.parentUid));
+    payload = cachedKeysOnly
+      ? await deps.issuers.verifyCached(req.oidcToken, issuer)
+      : await deps.issuers.verify(req.oidcToken, issuer, deps.budgets.exchangeIssuers(identity.parentUid));
   } catch (e) {
     // The organization's issuers' budget is spent (docs/security.md, "Outbound budgets"): nothing
     // was decided about the token, so the caller is told to retry rather than refused.

@@ -4,7 +4,7 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import type { PGlite } from "@electric-sql/pglite";
 import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
-import { ExchangeLimits, OidcIssuers, OutboundBudgets, SigningKeys, TokenService, bootstrapAdminToken, writeAdminToken, type MintedToken } from "../auth/index.js";
+import { ExchangeLimits, PerMinuteLimit, OidcIssuers, OutboundBudgets, SigningKeys, TokenService, bootstrapAdminToken, writeAdminToken, type MintedToken } from "../auth/index.js";
 import { AdminTokenRenewal } from "../auth/admin-token-renewal.js";
 import { loginRoutes } from "../auth/login/index.js";
 import { Authorizer, GRANTS_CHANGED_CHANNEL, Grants, GrantsCache } from "../authz/index.js";
@@ -273,6 +273,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       admins: config.platformAdmins,
       egress,
       budgets,
+      rate: new PerMinuteLimit(config.outbound.loginsPerAddress, "too many sign-in attempts from this address"),
       log,
       events: ctx.events,
       grantsChanged: () => grantsCache.invalidate(),

@@ -151,6 +151,8 @@ describe("outbound budgets and token exchange rate limits", () => {
       organizationsInFlight: 64,
       exchangesPerAddress: 120,
       exchangesPerIdentity: 600,
+      loginsPerAddress: 60,
+      signInInFlightPerAddress: 2,
     });
     const set = loadConfig({
       PLATFORM_EGRESS_UPSTREAM_IN_FLIGHT: "8",
@@ -158,8 +160,18 @@ describe("outbound budgets and token exchange rate limits", () => {
       PLATFORM_EGRESS_ORGS_IN_FLIGHT: "10",
       PLATFORM_STS_RATE_PER_ADDRESS: "0",
       PLATFORM_STS_RATE_PER_IDENTITY: "30",
+      PLATFORM_LOGIN_RATE_PER_ADDRESS: "0",
+      PLATFORM_LOGIN_IN_FLIGHT_PER_ADDRESS: "1",
     }).outbound;
-    expect(set).toEqual({ upstreamInFlight: 8, organizationInFlight: 2, organizationsInFlight: 10, exchangesPerAddress: 0, exchangesPerIdentity: 30 });
+    expect(set).toEqual({
+      upstreamInFlight: 8,
+      organizationInFlight: 2,
+      organizationsInFlight: 10,
+      exchangesPerAddress: 0,
+      exchangesPerIdentity: 30,
+      loginsPerAddress: 0,
+      signInInFlightPerAddress: 1,
+    });
   });
 
   it("refuses budgets of zero, non-integers, and an organization's share larger than all organizations'", () => {
@@ -169,6 +181,8 @@ describe("outbound budgets and token exchange rate limits", () => {
       ["PLATFORM_EGRESS_ORGS_IN_FLIGHT", "1.5"],
       ["PLATFORM_STS_RATE_PER_ADDRESS", "-1"],
       ["PLATFORM_STS_RATE_PER_IDENTITY", "lots"],
+      ["PLATFORM_LOGIN_RATE_PER_ADDRESS", "-1"],
+      ["PLATFORM_LOGIN_IN_FLIGHT_PER_ADDRESS", "0"],
     ] as const) {
       expect(() => loadConfig({ [name]: raw }), name).toThrow(new RegExp(name));
     }

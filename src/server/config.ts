@@ -88,8 +88,12 @@ export interface OutboundConfig {
   organizationsInFlight: number;
   /** PLATFORM_STS_RATE_PER_ADDRESS: token exchanges per minute from one client address (an IPv6 /64); 0: no limit. */
   exchangesPerAddress: number;
-  /** PLATFORM_STS_RATE_PER_IDENTITY: token exchanges per minute naming one identity; 0: no limit. */
+  /** PLATFORM_STS_RATE_PER_IDENTITY: refused token exchanges per minute naming one identity before it is held to cached keys; 0: no limit. */
   exchangesPerIdentity: number;
+  /** PLATFORM_LOGIN_RATE_PER_ADDRESS: sign-in starts and callbacks per minute from one client address (an IPv6 /64); 0: no limit. */
+  loginsPerAddress: number;
+  /** PLATFORM_LOGIN_IN_FLIGHT_PER_ADDRESS: one client address's sign-in requests to a provider in flight, within each sign-in budget. */
+  signInInFlightPerAddress: number;
 }
 
 export class ConfigError extends Error {}
@@ -286,6 +290,8 @@ function parseOutbound(env: NodeJS.ProcessEnv): OutboundConfig {
     organizationsInFlight: organizations,
     exchangesPerAddress: parseInteger("PLATFORM_STS_RATE_PER_ADDRESS", env["PLATFORM_STS_RATE_PER_ADDRESS"], 120, 1_000_000),
     exchangesPerIdentity: parseInteger("PLATFORM_STS_RATE_PER_IDENTITY", env["PLATFORM_STS_RATE_PER_IDENTITY"], 600, 1_000_000),
+    loginsPerAddress: parseInteger("PLATFORM_LOGIN_RATE_PER_ADDRESS", env["PLATFORM_LOGIN_RATE_PER_ADDRESS"], 60, 1_000_000),
+    signInInFlightPerAddress: parseInteger("PLATFORM_LOGIN_IN_FLIGHT_PER_ADDRESS", env["PLATFORM_LOGIN_IN_FLIGHT_PER_ADDRESS"], 2, 1000, 1),
   };
 }
 

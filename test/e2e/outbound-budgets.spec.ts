@@ -61,17 +61,24 @@ interface FakeIdp extends Local {
   seenAtDiscovery: number[];
   /** A workload token of this issuer for the token exchange. */
   workloadToken(sub: string, aud: string): Promise<string>;
+  /** Token requests with the code "slow", held unanswered now (until the server gives up on them). */
+  heldTokenRequests(): number;
+  /** The most of them held at once. */
+  mostHeldTokenRequests(): number;
 }
 
 /**
  * A small OpenID provider: discovery, keys, and a token endpoint whose code is the nonce and
  * subject, so a test can run the whole authorization code flow without a browser. `watch` is
- * read at each discovery request (how many slow requests were held right then).
+ * read at each discovery request (how many slow requests were held right then). The code "slow"
+ * is never answered.
  */
 async function fakeIdp(watch: () => number): Promise<FakeIdp> {
   const { privateKey, publicKey } = await generateKeyPair("ES256");
   const jwk = { ...(await exportJWK(publicKey)), kid: "k1", alg: "ES256", use: "sig" };
   let count = 0;
+  let held = 0;
+  let mostHeld = 0;
   const seenAtDiscovery: number[] = [];
   let issuer = "";
   const sign = (claims: JsonObject) =>
@@ -106,6 +113,12 @@ async function fakeIdp(watch: () => number): Promise<FakeIdp> {
       req.on("data", (chunk: Buffer) => (body += chunk.toString()));
       req.on("end", () => {
         const code = new URLSearchParams(body).get("code") ?? "";
+        if (code === "slow") {
+          held++;
+          mostHeld = Math.max(mostHeld, held);
+          res.on("close", () => held--);
+          return;
+        }
         const { nonce, sub } = JSON.parse(Buffer.from(code, "base64url").toString()) as { nonce: string; sub: string };
         void sign({ sub, aud: CLIENT_ID, nonce, email: `${sub}@example.com`, email_verified: true }).then((idToken) =>
           json(res, { access_token: "opaque", token_type: "Bearer", expires_in: 300, id_token: idToken }),
@@ -116,7 +129,15 @@ async function fakeIdp(watch: () => number): Promise<FakeIdp> {
     res.writeHead(404).end();
   });
   issuer = listening.issuer;
-  return { issuer, requests: () => count, seenAtDiscovery, workloadToken: (sub, aud) => sign({ sub, aud }), stop: stopper(listening.server) };
+  return {
+    issuer,
+    requests: () => count,
+    seenAtDiscovery,
+    workloadToken: (sub, aud) => sign({ sub, aud }),
+    heldTokenRequests: () => held,
+    mostHeldTokenRequests: () => mostHeld,
+    stop: stopper(listening.server),
+  };
 }
 
 /** A person's whole sign-in (`/oauth`, the provider, `/oauth/callback`); the CLI callback's token or error. */
@@ -294,7 +315,7 @@ describe("/sts/exchange rate limits", () => {
     const byIdentity = await exchange(server, x, token);
     expect(byIdentity.status).toBe(429);
     expect(byIdentity.body["code"]).toBe(8);
-    expect(byIdentity.body["message"]).toMatch(/^Resource exhausted: too many token exchanges for this identity: at most 2 per 60 s; retry in \d+ s$/);
+    expect(byIdentity.body["message"]).toMatch(/^Resource exhausted: too many refused token exchanges for this identity: at most 2 per 60 s; retry in \d+ s$/);
     expect(quotaViolation(byIdentity.body)).toMatchObject({ subject: `identity:${x}` });
     expect(Number(byIdentity.retryAfter)).toBeGreaterThanOrEqual(1);
     expect(Number(byIdentity.retryAfter)).toBeLessThanOrEqual(60);
@@ -317,5 +338,157 @@ describe("/sts/exchange rate limits", () => {
     expect(Number(byAddress.retryAfter)).toBeGreaterThanOrEqual(1);
     // Counted before anything else: even a malformed call is answered 429 now.
     expect((await exchange(server, "nonsense", token)).status).toBe(429);
+  });
+});
+
+/** A GET from the loopback address `from` (127.0.0.0/8: each is another client to the limits). */
+function getFrom(from: string, url: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { localAddress: from, headers, agent: false }, (res) => {
+      let body = "";
+      res.on("data", (chunk: Buffer) => (body += chunk.toString()));
+      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+/** `/oauth` from `from`: the login cookie and the provider's authorization URL. */
+async function startFrom(target: TestServer, from: string): Promise<{ cookie: string; authorize: URL }> {
+  const url = new URL(`${target.app.urls.authUrl}/oauth`);
+  url.search = new URLSearchParams({ redirect: CALLBACK, state: randomBytes(6).toString("hex") }).toString();
+  const start = await getFrom(from, url.href);
+  expect(start.status, start.body).toBe(302);
+  const cookies = ([] as string[]).concat(start.headers["set-cookie"] ?? []);
+  return { cookie: cookies.map((c) => c.split(";")[0]).join("; "), authorize: new URL(start.headers.location!) };
+}
+
+/** `/oauth/callback` from `from` with `code`: the CLI callback's token or error. */
+async function callbackFrom(target: TestServer, from: string, login: { cookie: string; authorize: URL }, code: string) {
+  const back = new URL(`${target.app.urls.authUrl}/oauth/callback`);
+  back.search = new URLSearchParams({ code, state: login.authorize.searchParams.get("state") ?? "" }).toString();
+  const done = await getFrom(from, back.href, { cookie: login.cookie });
+  expect(done.status, done.body).toBe(302);
+  const result = new URL(done.headers.location!);
+  return { token: result.searchParams.get("token"), error: result.searchParams.get("error"), description: result.searchParams.get("error_description") };
+}
+
+describe("sign-in per client address: a share of the sign-in budget, and a rate", () => {
+  let server: TestServer;
+  let upstream: FakeIdp;
+
+  beforeAll(async () => {
+    upstream = await fakeIdp(() => 0);
+    server = await startTestServer({
+      PLATFORM_ALLOW_INSECURE_ISSUERS: "true",
+      PLATFORM_OIDC_ISSUER: upstream.issuer,
+      PLATFORM_OIDC_CLIENT_ID: CLIENT_ID,
+      PLATFORM_OIDC_CLIENT_SECRET: "upstream-secret",
+      PLATFORM_LOGIN_RATE_PER_ADDRESS: "40",
+    });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await upstream?.stop();
+  });
+
+  it("one address holding 16 slow callbacks gets 2 token requests out, and a person at another address still signs in", async () => {
+    const attacker = "127.0.0.2";
+    const logins = await Promise.all(Array.from({ length: 16 }, () => startFrom(server, attacker)));
+    const attack = logins.map((login) => callbackFrom(server, attacker, login, "slow"));
+    await until(() => upstream.heldTokenRequests() >= 2, "the attacker's token requests to be held");
+
+    const person = await startFrom(server, "127.0.0.9");
+    const code = Buffer.from(JSON.stringify({ nonce: person.authorize.searchParams.get("nonce"), sub: "alice" })).toString("base64url");
+    const signedIn = await callbackFrom(server, "127.0.0.9", person, code);
+    expect(signedIn, "the person's sign-in").toMatchObject({ error: null });
+    expect(signedIn.token).toBeTruthy();
+
+    // The attacker's address held 2 of the deployment's 16; the rest failed fast, unsent.
+    const answers = await Promise.all(attack);
+    expect(upstream.mostHeldTokenRequests()).toBe(2);
+    expect(answers.every((a) => a.error === "upstream_error")).toBe(true);
+    expect(answers.filter((a) => /too many sign-ins are in progress/.test(a.description ?? ""))).toHaveLength(14);
+  });
+
+  it("answers starts and callbacks over PLATFORM_LOGIN_RATE_PER_ADDRESS with 429 and a page saying so; other addresses go on", async () => {
+    const from = "127.0.0.3";
+    const logins = [];
+    for (let i = 0; i < 40; i++) logins.push(await startFrom(server, from));
+    const url = new URL(`${server.app.urls.authUrl}/oauth`);
+    url.search = new URLSearchParams({ redirect: CALLBACK, state: "s" }).toString();
+    const refused = await getFrom(from, url.href);
+    expect(refused.status).toBe(429);
+    expect(Number(refused.headers["retry-after"])).toBeGreaterThanOrEqual(1);
+    expect(Number(refused.headers["retry-after"])).toBeLessThanOrEqual(60);
+    expect(refused.headers["content-type"]).toMatch(/^text\/html/);
+    expect(refused.body).toContain("Too many sign-in attempts from this address");
+    expect(refused.headers["set-cookie"]).toBeUndefined();
+
+    const back = new URL(`${server.app.urls.authUrl}/oauth/callback`);
+    back.search = new URLSearchParams({ code: "x", state: logins[0]!.authorize.searchParams.get("state") ?? "" }).toString();
+    const callback = await getFrom(from, back.href, { cookie: logins[0]!.cookie });
+    expect(callback.status).toBe(429);
+    expect(callback.body).toContain("Too many sign-in attempts from this address");
+
+    await startFrom(server, "127.0.0.4");
+  });
+});
+
+describe("/sts/exchange: strangers naming an identity cannot lock its workloads out", () => {
+  let server: TestServer;
+  let workloads: FakeIdp;
+  let uncached: FakeIdp;
+
+  beforeAll(async () => {
+    workloads = await fakeIdp(() => 0);
+    uncached = await fakeIdp(() => 0);
+    server = await startTestServer({ PLATFORM_ALLOW_INSECURE_ISSUERS: "true", PLATFORM_STS_RATE_PER_ADDRESS: "10", PLATFORM_STS_RATE_PER_IDENTITY: "20" });
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await Promise.all([workloads, uncached].map((s) => s?.stop()));
+  });
+
+  const exchangeFrom = async (from: string, identity: string, token: string) => {
+    const url = `${server.url}/sts/exchange?aud=${encodeURIComponent(server.app.urls.baseUrl)}&identity=${encodeURIComponent(identity)}`;
+    const res = await getFrom(from, url, { authorization: `Bearer ${token}` });
+    return { status: res.status, body: JSON.parse(res.body) as JsonObject };
+  };
+
+  it("after refused exchanges from several addresses, the identity's valid token still gets a token; garbage naming an uncached issuer gets 429", async () => {
+    const admin = restClient(server.url, server.token);
+    const org = (await ok(admin("POST", "/iam/v2beta1/groups", { name: `victim-${randomBytes(3).toString("hex")}` })))["uid"] as string;
+    const robot = (await ok(admin("POST", `/iam/v2beta1/identities/${org}`, { name: "ci", claimMatch: { issuer: workloads.issuer, subject: "deploy" } })))["uid"] as string;
+    const valid = () => workloads.workloadToken("deploy", server.app.urls.authUrl);
+    // The workload exchanges as usual: its issuer's keys are in use.
+    expect((await exchangeFrom("127.0.0.20", robot, await valid())).status).toBe(200);
+
+    // 30 garbage calls from 3 addresses (10 each, their whole rate): 20 refused, then 429.
+    const statuses: number[] = [];
+    for (const from of ["127.0.0.21", "127.0.0.22", "127.0.0.23"]) {
+      for (let i = 0; i < 10; i++) statuses.push((await exchangeFrom(from, robot, "x.y.z")).status);
+    }
+
+    // The workload still gets its token, from another address.
+    const workload = await exchangeFrom("127.0.0.24", robot, await valid());
+    expect(workload.status, JSON.stringify(workload.body)).toBe(200);
+    expect(workload.body["token"]).toBeTruthy();
+    expect(statuses.filter((s) => s === 401)).toHaveLength(20);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(10);
+    // A token naming the cached issuer but not signed by it is refused, checked with the cached keys.
+    expect((await exchangeFrom("127.0.0.24", robot, unsignedToken(workloads.issuer))).status).toBe(401);
+    // One naming an issuer whose keys are not cached would need a request out: 429, nothing sent.
+    const limited = await exchangeFrom("127.0.0.24", robot, unsignedToken(uncached.issuer));
+    expect(limited.status).toBe(429);
+    expect(limited.body["message"]).toMatch(/too many refused token exchanges for this identity/);
+    expect(uncached.requests()).toBe(0);
+
+    // An identity that does not exist is answered the same way: a 429 does not tell which exist.
+    const missing = newChildUid(org);
+    for (let i = 0; i < 20; i++) expect((await exchangeFrom(`127.0.1.${i}`, missing, "x.y.z")).status).toBe(401);
+    expect((await exchangeFrom("127.0.1.30", missing, unsignedToken(workloads.issuer))).status).toBe(401);
+    expect((await exchangeFrom("127.0.1.30", missing, unsignedToken(uncached.issuer))).status).toBe(429);
   });
 });

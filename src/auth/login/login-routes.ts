@@ -1,9 +1,11 @@
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { EventRecorder } from "../../events/index.js";
 import { timingSafeEqual } from "node:crypto";
 import type { Logger } from "pino";
 import type { SecretBox } from "../../crypto/index.js";
 import { UID_SHAPES, type Database } from "../../db/index.js";
 import type { Egress } from "../../egress/index.js";
+import { takeForAddress, type PerMinuteLimit } from "../exchange-limits.js";
 import type { OutboundBudgets } from "../outbound-budgets.js";
 import type { TokenService } from "../tokens.js";
 import { callbackWithError, callbackWithToken, loopbackCallback } from "./cli-redirect.js";
@@ -45,8 +47,10 @@ export interface LoginDeps {
   admins: PlatformAdmins;
   /** The egress guard every request to an upstream provider goes through. */
   egress: Egress;
-  /** Its budgets: the deployment's sign-in, and each organization's identity providers. */
+  /** Its budgets: the deployment's sign-in, and each organization's identity providers, each with a share per client address. */
   budgets: OutboundBudgets;
+  /** PLATFORM_LOGIN_RATE_PER_ADDRESS: sign-in starts and callbacks per minute from one client address. */
+  rate: PerMinuteLimit;
   log: Logger;
   /** Records each sign-in in the audit log. */
   events: EventRecorder;
@@ -146,11 +150,31 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
     return callbackWithToken(pending.callback, pending.cliState, minted);
   };
 
+  /**
+   * Counts a start or callback from the request's client address (the socket's peer, as the token
+   * exchange counts it); over the limit, answers 429 with Retry-After and a page saying so, before
+   * anything is read or sent anywhere (docs/security.md, "Outbound budgets"). The person is at
+   * the browser: the page, not the CLI's callback, is where they look.
+   */
+  const admitted = async (req: Req, res: Res): Promise<boolean> => {
+    try {
+      await takeForAddress(deps.rate, req.socket.remoteAddress);
+      return true;
+    } catch (e) {
+      if (!(e instanceof ConnectError) || e.code !== Code.ResourceExhausted) throw e;
+      const retryAfter = e.metadata.get("retry-after") ?? "60";
+      const html = errorPage("Too many sign-in attempts", `Too many sign-in attempts from this address. Wait ${retryAfter} seconds.`);
+      send(res, 429, { "retry-after": retryAfter }, html);
+      return false;
+    }
+  };
+
   const expiredError = () => new LoginError("login_expired", "the sign-in took longer than 10 minutes; start it again");
 
   const start: LoginRoute = {
     methods: ["GET"],
-    async serve(_req, res, url) {
+    async serve(req, res, url) {
+      if (!(await admitted(req, res))) return;
       const q = url.searchParams;
       const callback = loopbackCallback(q.get("redirect"));
       if (!callback) {
@@ -171,7 +195,7 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
         if (!provider && !deps.devLogin) throw new LoginError("login_unavailable", NO_PROVIDER);
         const { pending, setCookie } = await states.create({ callback, cliState, invite, idp: provider?.idp?.uid ?? "" });
         // The development page offers the upstream too, when both are on.
-        const location = provider && (org || !deps.devLogin) ? await upstreams.authorizationUrl(provider, pending) : `${devPath}?login=${pending.state}`;
+        const location = provider && (org || !deps.devLogin) ? await upstreams.authorizationUrl(provider, pending, req.socket.remoteAddress) : `${devPath}?login=${pending.state}`;
         if (ofOrg && needsInterstitial(ofOrg, location, deps.trustedIdpHosts)) {
           const cancelled = new LoginError("access_denied", "the sign-in was cancelled before leaving for the organization's identity provider");
           const html = providerInterstitialPage({ org: ofOrg, continueUrl: location, cancelUrl: callbackWithError(callback, cliState, cancelled) });
@@ -189,6 +213,7 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
   const callback: LoginRoute = {
     methods: ["GET"],
     async serve(req, res, url) {
+      if (!(await admitted(req, res))) return;
       const q = url.searchParams;
       const pending = await states.read(req.headers["cookie"], q.get("state") ?? "");
       if (!pending) {
@@ -205,17 +230,17 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
         // The URL the upstream redirected to, as registered there (not as the Host header says).
         const current = new URL(redirectUri);
         current.search = url.search;
-        const person = await upstreams.finish(provider, current, pending);
+        const person = await upstreams.finish(provider, current, pending, req.socket.remoteAddress);
         return complete(pending, person, viaProvider(provider), pending.invite);
       });
     },
   };
 
-  const devPage = async (res: Res, status: number, pending: PendingLogin, fields: { username: string; invite: string; error?: string }) => {
+  const devPage = async (req: Req, res: Res, status: number, pending: PendingLogin, fields: { username: string; invite: string; error?: string }) => {
     let upstreamUrl: string | undefined;
     const global = upstreams.global;
     if (global && !pending.idp) {
-      upstreamUrl = await upstreams.authorizationUrl(global, pending).catch((e: unknown) => {
+      upstreamUrl = await upstreams.authorizationUrl(global, pending, req.socket.remoteAddress).catch((e: unknown) => {
         deps.log.warn({ err: e }, "upstream unavailable for the development sign-in page");
         return undefined;
       });
@@ -238,7 +263,7 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
             throw expiredError();
           });
         }
-        return devPage(res, 200, pending, { username: "", invite: url.searchParams.get("invite") ?? pending.invite });
+        return devPage(req, res, 200, pending, { username: "", invite: url.searchParams.get("invite") ?? pending.invite });
       }
       const form = await readForm(req);
       if (!form) {
@@ -254,7 +279,7 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
         person = devPerson(deps.authUrl, username);
       } catch (e) {
         // A mistyped username is the person's to fix, not the end of the login.
-        return devPage(res, 400, pending, { username, invite, error: asLoginError(e).description });
+        return devPage(req, res, 400, pending, { username, invite, error: asLoginError(e).description });
       }
       await finish(res, 303, pending, async () => {
         if (states.expired(pending)) throw expiredError();

@@ -1,16 +1,19 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { createHash } from "node:crypto";
 import { asc, eq } from "drizzle-orm";
 import { LRUCache } from "lru-cache";
 import * as client from "openid-client";
 import type { SecretBox } from "../../crypto/index.js";
 import { organizationOf, schema, type Database } from "../../db/index.js";
-import { budgetSpent, type Egress, type EgressBudget } from "../../egress/index.js";
+import { budgetSpent, type Egress, type EgressBudget, type EgressFetch } from "../../egress/index.js";
 import type { OutboundBudgets } from "../outbound-budgets.js";
 import { openClientSecret } from "../../services/iam/identity-provider-secret.js";
 import { LoginError } from "./login-error.js";
 import type { PendingLogin } from "./login-state.js";
 
 const TIMEOUT_SECONDS = 5;
+/** What a person whose sign-in met a full budget is told (the log has which budget). */
+const BUSY = "too many sign-ins are in progress at the identity provider (or from this address); try again shortly";
 /** Discovery documents (and the JWKS openid-client keeps with them) are reused this long. */
 const CONFIG_TTL_MS = 10 * 60 * 1000;
 const MAX_CACHED_CONFIGS = 1000;
@@ -72,6 +75,8 @@ export class Upstreams {
   private readonly inflight = new Map<string, Promise<client.Configuration>>();
   /** Discovery failures, by the same key as `configs`. */
   private readonly failures: LRUCache<string, LoginError>;
+  /** The client address the requests of a sign-in step are made for (see clientFetch). */
+  private readonly caller = new AsyncLocalStorage<{ address: string | undefined }>();
 
   constructor(
     private readonly opts: {
@@ -82,7 +87,7 @@ export class Upstreams {
       /** Every request to a provider (discovery, token, userinfo, JWKS) goes through the egress guard. */
       egress: Egress;
       /** On the deployment's sign-in budget, or on the budget of the organization whose provider it is. */
-      budgets: Pick<OutboundBudgets, "deploymentSignIn" | "identityProviders">;
+      budgets: Pick<OutboundBudgets, "deploymentSignIn" | "identityProviders" | "forClient">;
       /** `{auth_url}/oauth/callback`. */
       redirectUri: string;
       clock: () => Date;
@@ -141,9 +146,9 @@ export class Upstreams {
     return this.fromRow(row);
   }
 
-  /** Where to send the browser to sign in at `provider`. */
-  async authorizationUrl(provider: UpstreamProvider, pending: PendingLogin): Promise<string> {
-    const config = await this.configuration(provider);
+  /** Where to send the browser to sign in at `provider`; `clientAddress`: the socket's peer, whose share any discovery spends. */
+  async authorizationUrl(provider: UpstreamProvider, pending: PendingLogin, clientAddress: string | undefined): Promise<string> {
+    const config = await this.caller.run({ address: clientAddress }, () => this.configuration(provider));
     return client.buildAuthorizationUrl(config, {
       redirect_uri: this.opts.redirectUri,
       scope: provider.scopes.join(" "),
@@ -158,8 +163,13 @@ export class Upstreams {
    * Trades the authorization response at `callbackUrl` for tokens and
    * returns who signed in. openid-client checks the state, the issuer, the
    * PKCE verifier, and the ID token's signature, audience, expiry and nonce.
+   * Its requests spend the share of `clientAddress` (the socket's peer).
    */
-  async finish(provider: UpstreamProvider, callbackUrl: URL, pending: PendingLogin): Promise<SignedInPerson> {
+  finish(provider: UpstreamProvider, callbackUrl: URL, pending: PendingLogin, clientAddress: string | undefined): Promise<SignedInPerson> {
+    return this.caller.run({ address: clientAddress }, () => this.finishHere(provider, callbackUrl, pending));
+  }
+
+  private async finishHere(provider: UpstreamProvider, callbackUrl: URL, pending: PendingLogin): Promise<SignedInPerson> {
     const config = await this.configuration(provider);
     let tokens: Awaited<ReturnType<typeof client.authorizationCodeGrant>>;
     try {
@@ -170,7 +180,7 @@ export class Upstreams {
         idTokenExpected: true,
       });
     } catch (e) {
-      throw new LoginError("upstream_error", "the identity provider's answer did not verify", { cause: e });
+      throw new LoginError("upstream_error", budgetSpent(e) ? BUSY : "the identity provider's answer did not verify", { cause: e });
     }
     const claims = tokens.claims();
     if (!claims) throw new LoginError("upstream_error", "the identity provider returned no ID token");
@@ -179,7 +189,7 @@ export class Upstreams {
       try {
         all = { ...(await client.fetchUserInfo(config, tokens.access_token, claims.sub)), ...claims };
       } catch (e) {
-        throw new LoginError("upstream_error", "the identity provider's userinfo failed", { cause: e });
+        throw new LoginError("upstream_error", budgetSpent(e) ? BUSY : "the identity provider's userinfo failed", { cause: e });
       }
     }
     const email = claimString(all, "email");
@@ -208,6 +218,19 @@ export class Upstreams {
   /** The outbound budget `provider`'s requests spend (docs/security.md, "Outbound budgets"). */
   private budgetOf(provider: UpstreamProvider): EgressBudget {
     return provider.idp ? this.opts.budgets.identityProviders(provider.idp.groupUid) : this.opts.budgets.deploymentSignIn();
+  }
+
+  /**
+   * fetch on `budget`, within the share of the client address the current sign-in step runs for
+   * (docs/security.md, "Outbound budgets"): one address cannot hold a whole sign-in budget with
+   * callbacks of its own. A configuration is cached per budget and serves everyone, so the
+   * address is read at each request rather than bound into it.
+   */
+  private clientFetch(budget: EgressBudget): EgressFetch {
+    return (url, init) => {
+      const caller = this.caller.getStore();
+      return (caller ? this.opts.budgets.forClient(budget, caller.address) : budget).fetch(url, init);
+    };
   }
 
   private async configuration(provider: UpstreamProvider): Promise<client.Configuration> {
@@ -247,10 +270,10 @@ export class Upstreams {
       discovered = await client.discovery(new URL(provider.issuer), provider.clientId, undefined, undefined, {
         timeout: TIMEOUT_SECONDS,
         execute,
-        [client.customFetch]: budget.fetch,
+        [client.customFetch]: this.clientFetch(budget),
       });
     } catch (e) {
-      throw new LoginError("upstream_error", "the identity provider could not be reached", { cause: e });
+      throw new LoginError("upstream_error", budgetSpent(e) ? BUSY : "the identity provider could not be reached", { cause: e });
     }
     const metadata = discovered.serverMetadata();
     // The browser is sent to the authorization endpoint: a document naming another origin could send it anywhere.
@@ -267,7 +290,7 @@ export class Upstreams {
         : client.ClientSecretPost(provider.clientSecret);
     const config = new client.Configuration(metadata, provider.clientId, undefined, auth);
     config.timeout = TIMEOUT_SECONDS;
-    config[client.customFetch] = budget.fetch;
+    config[client.customFetch] = this.clientFetch(budget);
     for (const apply of execute) apply(config);
     return config;
   }
