@@ -87,13 +87,21 @@ describe("EventHub", () => {
     await hub.close();
   });
 
-  it("counts against each watcher's bytes cap only the rows it keeps: one past it is ended with RESOURCE_EXHAUSTED, the others go on", async () => {
+  it("counts against each watcher's bytes cap only the rows it keeps: one past it with a batch untaken is ended with RESOURCE_EXHAUSTED, the others go on", async () => {
     const hub = new EventHub({ db: handle.db, pollMs: 60_000, maxBufferedBytes: 4_000, onError: (e) => { throw e; } });
     const abort = new AbortController();
     const [big, small] = [await hub.subscribe(abort.signal, (row) => row.parentUid === "big"), await hub.subscribe(abort.signal, (row) => row.parentUid === "small")];
     await commit(30, "big", { pad: "x".repeat(5_000) });
+    hub.wake();
+    for (let i = 0; i < 100 && hub.buffered.rows === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    // Over the cap in the one batch it was just handed: it may be about to take it.
+    expect(hub.buffered.rows).toBe(1);
+    expect(hub.buffered.bytes).toBeGreaterThan(5_000);
+    expect(hub.size).toBe(2);
+    // A second batch, and the first still untaken.
     await commit(31, "small", { pad: "x".repeat(100) });
     hub.wake();
+    for (let i = 0; i < 100 && hub.size === 2; i++) await new Promise((r) => setTimeout(r, 10));
     await expect(big[Symbol.asyncIterator]().next()).rejects.toMatchObject({ code: Code.ResourceExhausted, rawMessage: expect.stringMatching(/resume with after_id/) });
     expect(hub.size).toBe(1);
     const kept = hub.buffered;

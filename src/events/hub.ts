@@ -35,8 +35,9 @@ export interface LiveEvents extends AsyncIterable<LiveBatch> {
 /** Most seqs a slow watcher may have waiting; beyond that it is ended rather than let grow. */
 const MAX_BUFFERED = 100_000;
 /**
- * Most bytes of rows a slow watcher may have waiting, by default: a cap on the events' text, not
- * their count, as one event's data may be large (docs/security.md, "Event streams").
+ * Most bytes of rows a slow watcher may have waiting in batches it has not taken, by default (its
+ * newest batch aside): a cap on the events' text, not their count, as one event's data may be
+ * large (docs/security.md, "Event streams").
  */
 export const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 /** What a row costs beyond its text (its object, its fields, its place in a batch), counted in its size. */
@@ -241,9 +242,11 @@ class Watcher implements LiveEvents {
     this.buffered.push({ seqs, rows: kept });
     this.seqsBuffered += seqs.length;
     this.rowsBuffered += kept.length;
-    // A watcher that does not read is cut off, not allowed to hold the replica's memory.
+    // A watcher that does not read is cut off, not allowed to hold the replica's memory. Its bytes
+    // count once it has left a batch untaken: the newest one (PAGE rows at most, which the hub read
+    // anyway) may be over the cap alone and be taken at once.
     if (this.seqsBuffered > MAX_BUFFERED) this.overflow(`${MAX_BUFFERED} events`);
-    else if (this.bytesBuffered > this.maxBytes) this.overflow(`${this.maxBytes} bytes of events`);
+    else if (this.buffered.length > 1 && this.bytesBuffered > this.maxBytes) this.overflow(`${this.maxBytes} bytes of events`);
     this.wake?.();
   }
 

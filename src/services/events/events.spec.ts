@@ -249,8 +249,11 @@ describe("WatchEvents", () => {
   it("ends a stream that stops reading once the rows waiting for it pass its bytes cap, with RESOURCE_EXHAUSTED; resuming after its last event loses nothing", async () => {
     visibilityOf.set("stalled-2", { all: false, roots: ["orgs3"] });
     const { hub: own, first, stream, close } = await stalledStream("stalled-2", "orgs3", 8_000);
-    const big = [];
-    for (let i = 0; i < 3; i++) big.push(await commit("orgs3", undefined, { pad: "x".repeat(3000) }));
+    const big = [await commit("orgs3", undefined, { pad: "x".repeat(3000) })];
+    own.wake();
+    await until(() => own.buffered.rows === 1);
+    // A second batch while the first waits: past 8,000 bytes.
+    for (let i = 0; i < 2; i++) big.push(await commit("orgs3", undefined, { pad: "x".repeat(3000) }));
     own.wake();
     await until(() => own.size === 0);
     // Cut off: its rows let go at once, not when it next reads.
