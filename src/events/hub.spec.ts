@@ -1,3 +1,4 @@
+import { Code } from "@connectrpc/connect";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { migratedStorePerFile } from "../../test/support/fresh-store.js";
@@ -10,10 +11,10 @@ let handle: DatabaseHandle;
 migratedStorePerFile((h) => (handle = h));
 
 /** An event row with the seq given (held by `group`), as if its transaction committed now. */
-async function commit(seq: number, group: string | null = null): Promise<void> {
+async function commit(seq: number, group: string | null = null, data: Record<string, unknown> = {}): Promise<void> {
   await handle.db.execute(sql`
     insert into events (uid, seq, type, source, subject, actor, parent_uid, time, data)
-    values (${`e${seq}`}, ${seq}, 'platform.test.thing.created.v1', 'https://test', 's', '', ${group}, now(), '{}')`);
+    values (${`e${seq}`}, ${seq}, 'platform.test.thing.created.v1', 'https://test', 's', '', ${group}, now(), ${JSON.stringify(data)}::jsonb)`);
 }
 
 /** The next batch the watcher gets, waking the hub until it comes. */
@@ -82,6 +83,33 @@ describe("EventHub", () => {
     expect(batches.map((b) => b.seqs)).toEqual(batches.map(() => [20, 21, 22]));
     expect(batches.map((b) => b.rows.map((r) => r.uid))).toEqual([["e20", "e22"], ["e21"], [], ["e20", "e21", "e22"]]);
     expect(looks).toBe(1);
+    abort.abort();
+    await hub.close();
+  });
+
+  it("counts against each watcher's bytes cap only the rows it keeps: one past it with a batch untaken is ended with RESOURCE_EXHAUSTED, the others go on", async () => {
+    const hub = new EventHub({ db: handle.db, pollMs: 60_000, maxBufferedBytes: 4_000, onError: (e) => { throw e; } });
+    const abort = new AbortController();
+    const [big, small] = [await hub.subscribe(abort.signal, (row) => row.parentUid === "big"), await hub.subscribe(abort.signal, (row) => row.parentUid === "small")];
+    await commit(30, "big", { pad: "x".repeat(5_000) });
+    hub.wake();
+    for (let i = 0; i < 100 && hub.buffered.rows === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    // Over the cap in the one batch it was just handed: it may be about to take it.
+    expect(hub.buffered.rows).toBe(1);
+    expect(hub.buffered.bytes).toBeGreaterThan(5_000);
+    expect(hub.size).toBe(2);
+    // A second batch, and the first still untaken.
+    await commit(31, "small", { pad: "x".repeat(100) });
+    hub.wake();
+    for (let i = 0; i < 100 && hub.size === 2; i++) await new Promise((r) => setTimeout(r, 10));
+    await expect(big[Symbol.asyncIterator]().next()).rejects.toMatchObject({ code: Code.ResourceExhausted, rawMessage: expect.stringMatching(/resume with after_id/) });
+    expect(hub.size).toBe(1);
+    const kept = hub.buffered;
+    expect(kept.rows).toBe(1);
+    // The small row's text (its data's JSON and its fields) and a fixed allowance for its object.
+    expect(kept.bytes).toBeGreaterThan(100);
+    expect(kept.bytes).toBeLessThan(1_000);
+    expect(((await small[Symbol.asyncIterator]().next()).value as LiveBatch).rows.map((r) => r.uid)).toEqual(["e31"]);
     abort.abort();
     await hub.close();
   });

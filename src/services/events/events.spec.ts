@@ -69,30 +69,35 @@ beforeAll(async () => {
 
 let seq = 1000;
 /** An event row in `group`, as if its transaction committed now; returns its uid. */
-async function commit(group: string | null, type = "platform.test.thing.created.v1"): Promise<string> {
+async function commit(group: string | null, type = "platform.test.thing.created.v1", data: Record<string, unknown> = {}): Promise<string> {
   seq++;
   const uid = `e${String(seq).padStart(8, "0")}`;
   await handle.db.execute(sql`
     insert into events (uid, seq, type, source, subject, actor, parent_uid, time, data)
-    values (${uid}, ${seq}, ${type}, 'https://test', ${`s${seq}`}, '', ${group}, now(), '{}')`);
+    values (${uid}, ${seq}, ${type}, 'https://test', ${`s${seq}`}, '', ${group}, now(), ${JSON.stringify(data)}::jsonb)`);
   return uid;
 }
 
 /** The service as the server builds it once (its stream counts are its own). */
 let service: ServiceImpl<typeof EventsService> | undefined;
 
-/** A WatchEvents stream of `identity` collecting into `got`; `stop` ends it and settles when it has. */
-function watch(identity: string, init: MessageInitShape<typeof WatchEventsRequestSchema> = {}, on = (service ??= eventsService(ctx))) {
-  const abort = new AbortController();
-  const context = createHandlerContext({
+/** A WatchEvents call's context for `identity`, ended by `signal`. */
+function watchContext(identity: string, signal: AbortSignal) {
+  return createHandlerContext({
     service: EventsService,
     method: EventsService.method.watchEvents,
     protocolName: "connect",
     requestMethod: "POST",
     url: "http://test/platform.events.v2beta1.EventsService/WatchEvents",
-    requestSignal: abort.signal,
+    requestSignal: signal,
     contextValues: createContextValues().set(principalKey, { identityUid: identity, audience: "test", expiry: new Date(Date.now() + 3_600_000) }),
   });
+}
+
+/** A WatchEvents stream of `identity` collecting into `got`; `stop` ends it and settles when it has. */
+function watch(identity: string, init: MessageInitShape<typeof WatchEventsRequestSchema> = {}, on = (service ??= eventsService(ctx))) {
+  const abort = new AbortController();
+  const context = watchContext(identity, abort.signal);
   const got: Event[] = [];
   const ended = (async () => {
     for await (const e of on.watchEvents!(create(WatchEventsRequestSchema, init), context)) got.push(e as Event);
@@ -192,6 +197,77 @@ describe("WatchEvents", () => {
     await until(() => hub.size === before + 4);
     expect(hub.size).toBe(before + 4);
     await Promise.all([...open, again].map((w) => w.stop()));
+  });
+
+  /**
+   * A stream of `identity` on a hub of its own (whose rows waiting are this stream's only) that
+   * takes one event and then stops reading, as a client that no longer reads would make it.
+   */
+  async function stalledStream(identity: string, group: string, maxBufferedBytes?: number) {
+    const own = new EventHub({ db: handle.db, pollMs: 60_000, maxBufferedBytes, onError: (e) => { throw e; } });
+    const abort = new AbortController();
+    const stream = eventsService({ ...ctx, eventHub: own }).watchEvents!(create(WatchEventsRequestSchema, {}), watchContext(identity, abort.signal))[Symbol.asyncIterator]();
+    const first = stream.next();
+    await until(() => own.size === 1);
+    // Its start (the latest seq) is read once the hub counts it; let it settle.
+    await new Promise((r) => setTimeout(r, 50));
+    const uid = await commit(group);
+    let taken: IteratorResult<Event> | undefined;
+    void first.then((r) => (taken = r as IteratorResult<Event>));
+    for (let i = 0; i < 100 && !taken; i++) {
+      own.wake();
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(taken?.value?.id).toBe(uid);
+    return {
+      hub: own,
+      first: uid,
+      stream,
+      close: async () => {
+        abort.abort();
+        await own.close();
+      },
+    };
+  }
+
+  it("keeps for a stream that stops reading only the rows its caller may see: other organizations' events are not held for it", async () => {
+    visibilityOf.set("stalled-1", { all: false, roots: ["orgs1"] });
+    const { hub: own, stream, close } = await stalledStream("stalled-1", "orgs1");
+    for (let i = 0; i < 5; i++) await commit("orgs2", undefined, { pad: "x".repeat(1000) });
+    const mine = await commit("orgs1/team");
+    own.wake();
+    await until(() => own.buffered.rows > 0);
+    await new Promise((r) => setTimeout(r, 50));
+    // Of the six events, the one of its own organization waits; the others were never kept.
+    expect(own.buffered.rows).toBe(1);
+    expect(own.buffered.bytes).toBeLessThan(1000);
+    expect(((await stream.next()).value as Event).id).toBe(mine);
+    expect(own.buffered).toEqual({ rows: 0, bytes: 0 });
+    await close();
+  });
+
+  it("ends a stream that stops reading once the rows waiting for it pass its bytes cap, with RESOURCE_EXHAUSTED; resuming after its last event loses nothing", async () => {
+    visibilityOf.set("stalled-2", { all: false, roots: ["orgs3"] });
+    const { hub: own, first, stream, close } = await stalledStream("stalled-2", "orgs3", 8_000);
+    const big = [await commit("orgs3", undefined, { pad: "x".repeat(3000) })];
+    own.wake();
+    await until(() => own.buffered.rows === 1);
+    // A second batch while the first waits: past 8,000 bytes.
+    for (let i = 0; i < 2; i++) big.push(await commit("orgs3", undefined, { pad: "x".repeat(3000) }));
+    own.wake();
+    await until(() => own.size === 0);
+    // Cut off: its rows let go at once, not when it next reads.
+    expect(own.size).toBe(0);
+    expect(own.buffered).toEqual({ rows: 0, bytes: 0 });
+    const err = await stream.next().then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(ConnectError);
+    expect(err).toMatchObject({ code: Code.ResourceExhausted });
+    expect((err as ConnectError).rawMessage).toMatch(/fell more than 8000 bytes of events behind; resume with after_id set to the last event id received/);
+    await close();
+    const resumed = watch("stalled-2", { afterId: first });
+    await until(() => resumed.got.length === 3);
+    expect(resumed.got.map((e) => e.id)).toEqual(big);
+    await resumed.stop();
   });
 
   it("matches live events in memory exactly as its SQL selects them, for every scope filter, visibility and field filter", async () => {

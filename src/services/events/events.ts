@@ -121,9 +121,10 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
       // The caller's visibility now: checked at the start and before each replay page or live batch,
       // so that the stream ends, or narrows, once the token expires or the bindings change.
       const visibleNow = () => ctx.access.visibilityNow(principal, context.method);
-      const release = streams.admit(principal.identityUid, await visibleNow(), req.uidp);
+      const visibility = await visibleNow();
+      const release = streams.admit(principal.identityUid, visibility, req.uidp);
       try {
-        yield* watch(req, context, filters, visibleNow, principal.expiry);
+        yield* watch(req, context, filters, visibility, visibleNow, principal.expiry);
       } finally {
         release();
       }
@@ -134,10 +135,21 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
     req: WatchEventsRequest,
     context: HandlerContext,
     filters: { where: SQL[]; accepts: (row: HubEvent) => boolean },
+    admitted: ListVisibility,
     visibleNow: () => Promise<ListVisibility>,
     expiry: Date,
   ): AsyncGenerator<Event> {
     const hub = ctx.eventHub;
+    // What the caller could see at the last check, renewed at each: the hub keeps only the rows it
+    // accepts for this stream, so a stream that stops reading holds its caller's events, not
+    // every organization's. An event recorded while the caller could not see it is not sent later,
+    // even if their access widens (docs/design.md, "Watching").
+    let visible = visibilityMatcher(admitted);
+    const checkVisibility = async () => {
+      const visibility = await visibleNow();
+      visible = visibilityMatcher(visibility);
+      return visibility;
+    };
     // An idle stream hears of no batch to check its token at, so it also ends when the token expires.
     const expired = new AbortController();
     let timer: NodeJS.Timeout | undefined;
@@ -148,7 +160,7 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
     };
     // Listening before the replay: an event committed meanwhile is either replayed or arrives here.
     // The hub hands over the rows the filters accept, read once for every watcher of the replica.
-    const live = await hub.subscribe(AbortSignal.any([context.signal, expired.signal]), filters.accepts);
+    const live = await hub.subscribe(AbortSignal.any([context.signal, expired.signal]), (row) => filters.accepts(row) && visible(row));
     waitForExpiry();
     try {
       // The stream starts after the resume point, or now: what the hub hands out from before
@@ -161,12 +173,12 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
         isNew = (seq) => seq > startedAt;
       } else {
         if (req.afterId.length > MAX_ID_LENGTH) throw invalidArgument("after_id", "is not an event id");
-        const from = await resumePoint(req.afterId, await visibleNow());
+        const from = await resumePoint(req.afterId, await checkVisibility());
         if (from === undefined) throw invalidArgument("after_id", "names no event (it may have been pruned); list the events to find where to resume");
         isNew = (seq) => seq > from && !replayed.has(seq);
         let after = from;
         for (;;) {
-          const rows = await replayPage(filters.where, await visibleNow(), after);
+          const rows = await replayPage(filters.where, await checkVisibility(), after);
           for (const row of rows) {
             if (replayed.size >= MAX_REPLAY) {
               throw outOfRange(`more than ${MAX_REPLAY} events to replay after ${req.afterId}: page through them with ListEvents, then watch after the last one`);
@@ -182,7 +194,7 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
         if (!batch.seqs.some(isNew)) continue;
         // No query: the rows came with the batch. Only the caller's access is checked again (from
         // the grants cache), for every batch with something new, whether or not it matches.
-        const visible = visibilityMatcher(await visibleNow());
+        await checkVisibility();
         for (const row of batch.rows) if (isNew(row.seq) && visible(row)) yield toEventMessage(row);
       }
       // The hub let go: the client left, the server is shutting down, or the token expired (which
