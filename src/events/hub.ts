@@ -39,7 +39,7 @@ const MAX_BUFFERED = 100_000;
  * newest batch aside): a cap on the events' text, not their count, as one event's data may be
  * large (docs/security.md, "Event streams").
  */
-export const MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+export const MAX_BUFFERED_BYTES = 2 * 1024 * 1024;
 /** What a row costs beyond its text (its object, its fields, its place in a batch), counted in its size. */
 const ROW_OVERHEAD = 256;
 /** Events read per look: whole rows, held until every watcher has taken them. */
