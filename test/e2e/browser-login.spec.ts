@@ -483,6 +483,23 @@ describe("signing in at an organization's identity provider", () => {
     expect(new URL(res.headers.get("location")!).origin).toBe(upstream.issuer);
   });
 
+  it("a subgroup's provider in a verified organization is still shown first: the verification is the root group's providers'", async () => {
+    const org = await newOrg(server, "verified-parent");
+    await server.app.database.db.update(schema.groups).set({ verified: true }).where(eq(schema.groups.uid, org));
+    // A delegated owner of a team points the team's provider at a host of their choosing.
+    const team = (await ok(admin(server)("POST", `/iam/v2beta1/groups/${org}`, { name: "delegated-team" })))["uid"] as string;
+    await ok(
+      admin(server)("POST", `/iam/v2beta1/identityProviders/${team}`, {
+        name: "look-alike",
+        oidc: { issuer: upstream.issuer, clientId: "org-login", clientSecret: "org-secret" },
+      }),
+    );
+    const res = await start(server, "s-verified-team", team);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("location")).toBeNull();
+    expect(await res.text()).toContain(`<strong id="host">${new URL(upstream.issuer).host}</strong>`);
+  });
+
   it("goes straight to a provider at a host of PLATFORM_TRUSTED_IDP_HOSTS", async () => {
     const org = await orgWithIdp(bothServer, "sso");
     const res = await start(bothServer, "s-trusted", org);
