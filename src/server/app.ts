@@ -271,6 +271,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       baseUrl: urls.baseUrl,
       upstream: config.oidc,
       devLogin: config.devLogin,
+      devLoginLocalOnly: config.devLoginLocalOnly,
       trustedIdpHosts: config.trustedIdpHosts,
       admins: config.platformAdmins,
       egress,
