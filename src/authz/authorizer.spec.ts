@@ -19,6 +19,7 @@ describe("Authorizer", () => {
       clearGrantsAfterWrites: true,
       registryAudience: "http://api/registry",
       orgCreation: "people",
+      founderIssuers: [],
       clock: () => new Date(),
     });
     const values = createContextValues();
@@ -49,6 +50,7 @@ describe("Authorizer", () => {
         clearGrantsAfterWrites: false,
         registryAudience: "http://api/registry",
         orgCreation: "people",
+        founderIssuers: [],
         clock: () => now,
       });
       const principal = { identityUid: "someone", audience: "http://api", expiry: new Date(T0.getTime() + 60_000) };
@@ -73,7 +75,7 @@ describe("Authorizer", () => {
     });
 
     it("ends it with UNAUTHENTICATED when the identity is gone, and PERMISSION_DENIED when nothing is visible", async () => {
-      const gone = await setup(new Grants(viewerAt("a").grants, { exists: false, rootLevel: false })).check();
+      const gone = await setup(new Grants(viewerAt("a").grants, { exists: false, rootLevel: false, issuer: "" })).check();
       expect(gone).toMatchObject({ code: unauthenticated("x").code });
       expect((gone as Error).message).toMatch(/no longer exists/);
       const none = await setup(new Grants([{ groupUid: "a", capabilities: new Set(["repo.list"]) }])).check();

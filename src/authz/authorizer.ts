@@ -57,6 +57,12 @@ export interface AuthorizationOptions {
   /** Tokens for this audience may call only the registry domain. */
   registryAudience: string;
   orgCreation: OrgCreationPolicy;
+  /**
+   * The issuers of this deployment's own sign-in: the upstream (PLATFORM_OIDC_ISSUER) and the
+   * development provider where it is on. Under `people`, only persons they signed in may found
+   * organizations.
+   */
+  founderIssuers: readonly string[];
   /** The server's clock, against which a stream's token expires. */
   clock: () => Date;
 }
@@ -77,17 +83,26 @@ export interface StreamAccess {
 /**
  * Founding an organization makes the caller its owner, so it is not for
  * everyone: `admins` are holders of groups.create at the root; `people` adds
- * root-level identities (signed in with a browser); `anyone` adds workload
- * identities assumed through the token exchange.
+ * people signed in through the deployment's own sign-in (root-level
+ * identities whose issuer is one of `founderIssuers`), not those an
+ * organization's identity provider vouched for: that provider's owners can
+ * make up any number of people, who belong to that organization; `anyone`
+ * adds every identity (docs/security.md, "Founding organizations").
  */
-function mayFoundOrganization(grants: Grants, policy: OrgCreationPolicy): boolean {
+function mayFoundOrganization(grants: Grants, policy: OrgCreationPolicy, founderIssuers: readonly string[]): boolean {
   if (policy === "anyone" || grants.holdsAtRoot("groups.create")) return true;
-  return policy === "people" && grants.identity.rootLevel;
+  if (policy !== "people" || !grants.identity.rootLevel) return false;
+  const issuer = withoutTrailingSlash(grants.identity.issuer);
+  return issuer !== "" && founderIssuers.some((i) => withoutTrailingSlash(i) === issuer);
+}
+
+function withoutTrailingSlash(url: string): string {
+  return url.replace(/\/+$/, "");
 }
 
 const ORG_FOUNDERS: Record<OrgCreationPolicy, string> = {
   admins: "only platform administrators",
-  people: "only people signed in with a browser and platform administrators",
+  people: "only people signed in through its own sign-in (not an organization's identity provider) and platform administrators",
   anyone: "anyone",
 };
 
@@ -151,7 +166,7 @@ export class Authorizer implements StreamAccess {
         const uid = readPath(call.message, decl.resourcePath);
         if (!uid) {
           if (!decl.emptyMeansNewRoot) throw invalidArgument(decl.resourceField, "is required");
-          if (!mayFoundOrganization(grants, opts.orgCreation)) {
+          if (!mayFoundOrganization(grants, opts.orgCreation, opts.founderIssuers)) {
             throw permissionDenied(`this server lets ${ORG_FOUNDERS[opts.orgCreation]} found organizations`, "ORG_CREATION");
           }
           break;

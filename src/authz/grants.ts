@@ -22,8 +22,11 @@ function covers(group: string | null, path: string): boolean {
 export class Grants {
   constructor(
     readonly grants: readonly Grant[],
-    /** Who holds them: a deleted identity's tokens stop working (docs/security.md, "Revocation"). */
-    readonly identity: { exists: boolean; rootLevel: boolean } = { exists: true, rootLevel: false },
+    /**
+     * Who holds them: a deleted identity's tokens stop working (docs/security.md, "Revocation");
+     * `issuer` is its claim issuer (for a person, the provider that signed them in).
+     */
+    readonly identity: { exists: boolean; rootLevel: boolean; issuer: string } = { exists: true, rootLevel: false, issuer: "" },
   ) {}
 
   /** Loads `identityUid`'s grants (inside a transaction, or anywhere): one query for the bindings, one for the identity. */
@@ -46,11 +49,11 @@ export class Grants {
     };
   }
 
-  private static from(rows: { groupUid: string | null; capabilities: string[] }[], identity: { parentUid: string | null } | undefined): Grants {
+  private static from(rows: { groupUid: string | null; capabilities: string[] }[], identity: { parentUid: string | null; claimIssuer: string } | undefined): Grants {
     return new Grants(
       rows.map((row) => ({ groupUid: row.groupUid, capabilities: new Set(row.capabilities) })),
       // Root-level identities are the bootstrap identity and people who signed in with a browser.
-      { exists: identity !== undefined, rootLevel: identity?.parentUid === null },
+      { exists: identity !== undefined, rootLevel: identity?.parentUid === null, issuer: identity?.claimIssuer ?? "" },
     );
   }
 
@@ -105,7 +108,7 @@ function grantQueries(db: Executor) {
           .innerJoin(r, eq(r.uid, root.roleUid))
           .where(eq(root.identityUid, uid)),
       ),
-    identity: db.select({ parentUid: i.parentUid }).from(i).where(eq(i.uid, uid)),
+    identity: db.select({ parentUid: i.parentUid, claimIssuer: i.claimIssuer }).from(i).where(eq(i.uid, uid)),
   };
 }
 

@@ -41,7 +41,7 @@ describe("CreatorCheck", () => {
     }
     const check = new CountingCheck({
       db: handle.db,
-      grantsOf: (uid) => Promise.resolve(held.get(uid) ?? new Grants([], { exists: false, rootLevel: false })),
+      grantsOf: (uid) => Promise.resolve(held.get(uid) ?? new Grants([], { exists: false, rootLevel: false, issuer: "" })),
       clock: () => NOW,
       minGapMs: 100,
       onError: (e) => {

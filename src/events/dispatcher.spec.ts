@@ -20,7 +20,7 @@ migratedStorePerFile((h) => (handle = h));
 
 /** What each identity holds in the tests' grants (none: nothing; an unknown identity does not exist). */
 const held = new Map<string, Grants>();
-const grantsOf = (uid: string) => Promise.resolve(held.get(uid) ?? new Grants([], { exists: false, rootLevel: false }));
+const grantsOf = (uid: string) => Promise.resolve(held.get(uid) ?? new Grants([], { exists: false, rootLevel: false, issuer: "" }));
 
 /**
  * A subscription to `sink` in a new group (or `inGroup`), and one pending delivery per subject (in

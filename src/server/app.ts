@@ -6,7 +6,7 @@ import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import { ExchangeLimits, PerMinuteLimit, OidcIssuers, OutboundBudgets, SigningKeys, TokenService, bootstrapAdminToken, writeAdminToken, type MintedToken } from "../auth/index.js";
 import { AdminTokenRenewal } from "../auth/admin-token-renewal.js";
-import { loginRoutes } from "../auth/login/index.js";
+import { devIssuer, loginRoutes } from "../auth/login/index.js";
 import { Authorizer, GRANTS_CHANGED_CHANNEL, Grants, GrantsCache } from "../authz/index.js";
 import { SecretBox, ensurePrivateDir, loadMasterKey } from "../crypto/index.js";
 import { openDatabase, POSTGRES_POOL_SIZE, type DatabaseHandle } from "../db/index.js";
@@ -127,6 +127,8 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     clearGrantsAfterWrites: database.kind === "postgres",
     registryAudience: urls.registryAudience,
     orgCreation: config.orgCreation,
+    // The deployment's own sign-in, whose people may found organizations (docs/security.md, "Founding organizations").
+    founderIssuers: [...(config.oidc ? [config.oidc.issuer] : []), ...(config.devLogin ? [devIssuer(urls.authUrl)] : [])],
     clock,
   });
   const ctx: ServiceContext = {
@@ -269,6 +271,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       baseUrl: urls.baseUrl,
       upstream: config.oidc,
       devLogin: config.devLogin,
+      devLoginLocalOnly: config.devLoginLocalOnly,
       trustedIdpHosts: config.trustedIdpHosts,
       admins: config.platformAdmins,
       egress,

@@ -33,6 +33,15 @@ describe("development sign-in default", () => {
     expect(loadConfig({ HOST: "127.0.0.1", PLATFORM_DEV_LOGIN: "false" }).devLogin).toBe(false);
   });
 
+  it("on by default, serves only requests straight from this machine; set explicitly, any", () => {
+    expect(loadConfig({})).toMatchObject({ devLogin: true, devLoginLocalOnly: true });
+    expect(loadConfig({ HOST: "127.0.0.1", PLATFORM_DEV_LOGIN: "" })).toMatchObject({ devLogin: true, devLoginLocalOnly: true });
+    expect(loadConfig({ PLATFORM_DEV_LOGIN: "true" })).toMatchObject({ devLogin: true, devLoginLocalOnly: false });
+    expect(loadConfig({ HOST: "0.0.0.0", PLATFORM_DEV_LOGIN: "true" })).toMatchObject({ devLogin: true, devLoginLocalOnly: false });
+    expect(loadConfig({ PLATFORM_DEV_LOGIN: "false" })).toMatchObject({ devLogin: false, devLoginLocalOnly: false });
+    expect(loadConfig({ HOST: "0.0.0.0" })).toMatchObject({ devLogin: false, devLoginLocalOnly: false });
+  });
+
   it("knows loopback addresses", () => {
     for (const host of ["127.0.0.1", "127.8.9.10", "::1", "[::1]", "localhost"]) expect(isLoopbackHost(host), host).toBe(true);
     for (const host of ["0.0.0.0", "::", "192.168.1.1", "example.com", "127.0.0.1.example.com", "::ffff:127.0.0.1x"]) {

@@ -35,6 +35,14 @@ export interface Config {
    */
   devLogin: boolean;
   /**
+   * Development sign-in is on by default, not by PLATFORM_DEV_LOGIN=true: its
+   * pages then answer only requests that reached this machine directly (a
+   * loopback Host, no proxy's headers), since a reverse proxy in front of a
+   * loopback listener looks just like a developer's machine from here
+   * (docs/security.md, "Development settings").
+   */
+  devLoginLocalOnly: boolean;
+  /**
    * PLATFORM_TRUSTED_IDP_HOSTS: host names of organizations' identity
    * providers the operator vouches for; a login through any other goes
    * through a page naming its host first (docs/security.md, "Signing in at
@@ -332,6 +340,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   const host = env["HOST"] || "127.0.0.1";
   const baseUrl = parseUrl("PLATFORM_BASE_URL", env["PLATFORM_BASE_URL"]);
   const authUrl = parseUrl("PLATFORM_AUTH_URL", env["PLATFORM_AUTH_URL"]);
+  const devLogin = parseBool("PLATFORM_DEV_LOGIN", env["PLATFORM_DEV_LOGIN"], devLoginDefault({ oidc, host, baseUrl, authUrl }));
   return {
     port: parseInteger("PORT", env["PORT"], 8080, 65535),
     host,
@@ -345,7 +354,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     allowInsecureIssuers,
     oidc,
     platformAdmins: PlatformAdmins.parse(env["PLATFORM_ADMINS"], oidc?.issuer, (message) => new ConfigError(message)),
-    devLogin: parseBool("PLATFORM_DEV_LOGIN", env["PLATFORM_DEV_LOGIN"], devLoginDefault({ oidc, host, baseUrl, authUrl })),
+    devLogin,
+    devLoginLocalOnly: devLogin && !env["PLATFORM_DEV_LOGIN"],
     trustedIdpHosts: parseTrustedIdpHosts(env["PLATFORM_TRUSTED_IDP_HOSTS"]),
     orgCreation: parseOrgCreation(env["PLATFORM_ORG_CREATION"]),
     corsOrigins: parseCorsOrigins(env["PLATFORM_CORS_ORIGINS"]),

@@ -186,7 +186,7 @@ describe("organizations", () => {
     const person = "f0f0f0f0f0f0f0f0";
     await server.app.database.db
       .insert(schema.identities)
-      .values({ uid: person, parentUid: null, name: "founder", claimIssuer: "https://people.example", claimSubject: "founder", createTime: now, updateTime: now });
+      .values({ uid: person, parentUid: null, name: "founder", claimIssuer: `${server.app.urls.authUrl}/dev`, claimSubject: "founder", createTime: now, updateTime: now });
     await ok(bind(admin, home, person, "viewer"));
     const founder = { identity: person, call: restClient(server.url, (await server.app.tokens.mint(person, server.app.urls.baseUrl)).token) };
     const org = await ok(founder.call("POST", "/iam/v2beta1/groups", { name: "founded" }));

@@ -483,6 +483,23 @@ describe("signing in at an organization's identity provider", () => {
     expect(new URL(res.headers.get("location")!).origin).toBe(upstream.issuer);
   });
 
+  it("a subgroup's provider in a verified organization is still shown first: the verification is the root group's providers'", async () => {
+    const org = await newOrg(server, "verified-parent");
+    await server.app.database.db.update(schema.groups).set({ verified: true }).where(eq(schema.groups.uid, org));
+    // A delegated owner of a team points the team's provider at a host of their choosing.
+    const team = (await ok(admin(server)("POST", `/iam/v2beta1/groups/${org}`, { name: "delegated-team" })))["uid"] as string;
+    await ok(
+      admin(server)("POST", `/iam/v2beta1/identityProviders/${team}`, {
+        name: "look-alike",
+        oidc: { issuer: upstream.issuer, clientId: "org-login", clientSecret: "org-secret" },
+      }),
+    );
+    const res = await start(server, "s-verified-team", team);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("location")).toBeNull();
+    expect(await res.text()).toContain(`<strong id="host">${new URL(upstream.issuer).host}</strong>`);
+  });
+
   it("goes straight to a provider at a host of PLATFORM_TRUSTED_IDP_HOSTS", async () => {
     const org = await orgWithIdp(bothServer, "sso");
     const res = await start(bothServer, "s-trusted", org);
@@ -657,6 +674,53 @@ describe("the development provider", () => {
     expect(done.status).toBe(303);
     expect(new URL(done.headers.get("location")!).searchParams.get("token")).toBeTruthy();
     expect(done.headers.get("set-cookie")).toContain("Max-Age=0");
+  });
+
+  it("on by default, it serves only requests straight from this machine: not through a proxy, not for a public host", async () => {
+    /** GET or POST `/oauth/dev` of `target` with these headers (Host included: fetch may not set it). */
+    const devRequest = (target: TestServer, method: "GET" | "POST", query: string, headers: Record<string, string>) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const url = new URL(`${target.app.urls.authUrl}/oauth/dev${query}`);
+        const req = http.request(url, { method, headers, agent: false }, (res) => {
+          let body = "";
+          res.on("data", (c: Buffer) => (body += c.toString()));
+          res.on("end", () => resolve({ status: res.statusCode!, body }));
+        });
+        req.on("error", reject);
+        req.end(method === "POST" ? "login=x&csrf=y&username=mallory" : undefined);
+      });
+    const pendingOn = async (target: TestServer, state: string) => {
+      const start = await fetch(loginUrl(target, state), { redirect: "manual" });
+      const cookie = start.headers.get("set-cookie")!.split(";")[0]!;
+      return { cookie, query: new URL(start.headers.get("location")!, target.app.urls.authUrl).search };
+    };
+    const own = new URL(devServer.app.urls.authUrl).host;
+    const { cookie, query } = await pendingOn(devServer, "s-proxied");
+    // Straight from this machine: the page.
+    const direct = await devRequest(devServer, "GET", query, { cookie, host: own });
+    expect(direct.status).toBe(200);
+    expect(direct.body).toContain('id="username"');
+    const refusals: Record<string, string>[] = [
+      { host: "platform.example.com" },
+      { host: "127.0.0.1.nip.io" },
+      { host: own, "x-forwarded-for": "203.0.113.7" },
+      { host: own, "x-forwarded-host": "platform.example.com" },
+      { host: own, forwarded: "for=203.0.113.7" },
+      { host: own, "x-real-ip": "203.0.113.7" },
+    ];
+    for (const headers of refusals) {
+      for (const method of ["GET", "POST"] as const) {
+        const res = await devRequest(devServer, method, query, { cookie, "content-type": "application/x-www-form-urlencoded", ...headers });
+        expect(res.status, `${method} ${JSON.stringify(headers)}`).toBe(403);
+        expect(res.body).toContain("PLATFORM_DEV_LOGIN=true");
+        expect(res.body).not.toContain('id="username"');
+      }
+    }
+    // Set explicitly (PLATFORM_DEV_LOGIN=true), the operator chose it: a proxy may carry it.
+    const both = await pendingOn(bothServer, "s-proxied-explicit");
+    const proxied = await devRequest(bothServer, "GET", both.query, { cookie: both.cookie, host: "platform.example.com", "x-forwarded-for": "203.0.113.7" });
+    expect(proxied.status).toBe(200);
+    expect(proxied.body).toContain('id="username"');
   });
 
   it("a login older than 10 minutes ends with login_expired", async () => {

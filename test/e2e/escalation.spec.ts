@@ -157,6 +157,40 @@ describe("founding organizations (PLATFORM_ORG_CREATION)", () => {
     await ok(admin("POST", "/iam/v2beta1/groups", { name: "admin-org" }));
   });
 
+  it("refuses a person an organization's identity provider signed in: its owners can make up any number of people", async () => {
+    // Root-level, as every browser sign-in makes it, but vouched for by a provider an organization runs.
+    const minted = await personIdentity(server, "sock-1", "https://sso.attacker.example");
+    const call = restClient(server.url, await tokenFor(minted));
+    const refused = await call("POST", "/iam/v2beta1/groups", { name: "sybil-org" });
+    expect(refused.status, JSON.stringify(refused.body)).toBe(403);
+    expect(restDetail(refused, "ErrorInfo")).toMatchObject({ reason: "ORG_CREATION" });
+    expect(refused.body["message"]).toContain("not an organization's identity provider");
+    // It may still do what its organization lets it: founding is all it lacks.
+    expect((await call("GET", `/iam/v2beta1/identities/${minted}`)).status).toBe(200);
+  });
+
+  it("people: the deployment's upstream's people, and development sign-in's only where it is on", async () => {
+    const upstreamServer = await startTestServer({
+      PLATFORM_OIDC_ISSUER: "https://login.example.com/",
+      PLATFORM_OIDC_CLIENT_ID: "platform",
+      PLATFORM_OIDC_CLIENT_SECRET: "secret",
+    });
+    try {
+      const found = async (person: string) =>
+        restClient(upstreamServer.url, (await upstreamServer.app.tokens.mint(person, upstreamServer.app.urls.baseUrl)).token)(
+          "POST",
+          "/iam/v2beta1/groups",
+          { name: "an-org" },
+        );
+      // The issuer as the ID token names it (without the operator's trailing slash).
+      await ok(found(await personIdentity(upstreamServer, "carol", "https://login.example.com")));
+      // Development sign-in is off here: a person it once signed in is no longer the deployment's.
+      expect((await found(await personIdentity(upstreamServer, "dave", `${upstreamServer.app.urls.authUrl}/dev`))).status).toBe(403);
+    } finally {
+      await upstreamServer.stop();
+    }
+  });
+
   it("admins: only root capability holders; anyone: workloads too", async () => {
     const admins = await startTestServer({ PLATFORM_ORG_CREATION: "admins" });
     const anyone = await startTestServer({ PLATFORM_ORG_CREATION: "anyone" });
@@ -197,15 +231,18 @@ describe("revocation", () => {
   });
 });
 
-/** A root-level identity as a browser sign-in makes it (no group, one 16-hex segment). */
-async function personIdentity(target: TestServer, name: string): Promise<string> {
+/**
+ * A root-level identity as a browser sign-in makes it (no group, one 16-hex segment), signed in by
+ * `issuer` (default: the development provider, on by default on a test server).
+ */
+async function personIdentity(target: TestServer, name: string, issuer = `${target.app.urls.authUrl}/dev`): Promise<string> {
   const uid = Buffer.from(name.padEnd(8, "-")).subarray(0, 8).toString("hex");
   const now = target.clock.now();
   await target.app.database.db.insert(schema.identities).values({
     uid,
     parentUid: null,
     name,
-    claimIssuer: "https://people.example",
+    claimIssuer: issuer,
     claimSubject: name,
     createTime: now,
     updateTime: now,

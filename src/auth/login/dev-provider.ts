@@ -1,3 +1,5 @@
+import type { IncomingHttpHeaders } from "node:http";
+import { isLoopbackHost } from "../../server/config.js";
 import { LoginError } from "./login-error.js";
 import { escapeHtml, page } from "./login-pages.js";
 import type { SignedInPerson } from "./upstream.js";
@@ -18,6 +20,28 @@ export function devPerson(authUrl: string, username: string): SignedInPerson {
     throw new LoginError("invalid_request", "the username must be 1 to 64 characters of a-z, 0-9, '.', '_' and '-'");
   }
   return { issuer: devIssuer(authUrl), subject: username, email: "", emailVerified: false, name: username };
+}
+
+/** Headers a proxy adds on the way in: a request carrying any came through one. */
+const PROXY_HEADER = /^(forwarded|via|x-real-ip|x-forwarded-.*)$/;
+
+/**
+ * Why a request to the development provider did not come straight from this
+ * machine (undefined: it did). With development sign-in on only by default,
+ * its pages answer a request whose Host is a loopback name or address and
+ * that carries no proxy's headers: a reverse proxy in front of a loopback
+ * listener, the usual set-up, adds them or names its public host
+ * (docs/security.md, "Development settings"). Any client can write these
+ * headers, so they keep out proxies that say they are there, not a client
+ * on this machine, which the provider lets in anyway.
+ */
+export function notFromThisMachine(headers: IncomingHttpHeaders): string | undefined {
+  const proxied = Object.keys(headers).find((name) => PROXY_HEADER.test(name));
+  if (proxied) return `it came through a proxy (${proxied} header)`;
+  const authority = headers.host ?? headers[":authority"];
+  const host = typeof authority === "string" && URL.canParse(`http://${authority}`) ? new URL(`http://${authority}`).hostname : "";
+  if (!host || !isLoopbackHost(host)) return `it is addressed to ${host ? `host ${host}` : "no host"}, not this machine`;
+  return undefined;
 }
 
 export interface DevPageFields {

@@ -9,7 +9,7 @@ import { takeForAddress, type PerMinuteLimit } from "../exchange-limits.js";
 import type { OutboundBudgets } from "../outbound-budgets.js";
 import type { TokenService } from "../tokens.js";
 import { callbackWithError, callbackWithToken, loopbackCallback } from "./cli-redirect.js";
-import { devPerson, devSignInPage } from "./dev-provider.js";
+import { devPerson, devSignInPage, notFromThisMachine } from "./dev-provider.js";
 import { checkInviteFormat } from "./invite-redemption.js";
 import { LoginError } from "./login-error.js";
 import { PAGE_HEADERS, errorPage } from "./login-pages.js";
@@ -41,6 +41,8 @@ export interface LoginDeps {
   upstream: { issuer: string; clientId: string; clientSecret: string; scopes: string[] } | undefined;
   /** Serve the development provider. */
   devLogin: boolean;
+  /** It is on by default, not by choice: it serves only requests straight from this machine (Config.devLoginLocalOnly). */
+  devLoginLocalOnly: boolean;
   /** PLATFORM_TRUSTED_IDP_HOSTS: organizations' providers at these hosts are gone to without the interstitial page. */
   trustedIdpHosts: readonly string[];
   /** PLATFORM_ADMINS: people of the global upstream made `owner` at the root at sign-in. */
@@ -255,6 +257,12 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
   const dev: LoginRoute = {
     methods: ["GET", "POST"],
     async serve(req, res, url) {
+      const elsewhere = deps.devLoginLocalOnly ? notFromThisMachine(req.headers) : undefined;
+      if (elsewhere) {
+        // Before the body is read: nothing of the request is used.
+        const msg = `Development sign-in is on by default, for a developer on this machine only, and this request did not come straight from it: ${elsewhere}. Its operator sets PLATFORM_DEV_LOGIN=true to serve it anyway (development only: anyone it reaches signs in as any name), or configures an upstream identity provider (PLATFORM_OIDC_ISSUER).`;
+        return send(res, 403, req.httpVersionMajor === 1 && req.method === "POST" ? { connection: "close" } : {}, errorPage("Development sign-in is for this machine only", msg));
+      }
       if (req.method === "GET") {
         const pending = await states.read(req.headers["cookie"], url.searchParams.get("login") ?? "");
         if (!pending) return notThisBrowser(res);

@@ -7,9 +7,11 @@ import type { OrganizationProvider } from "./upstream.js";
  * "Signing in at an organization's provider"). Any organization's owner
  * chooses where its provider sends people, and `/oauth?org=` on this server's
  * own domain would otherwise be a ready-made link to a look-alike sign-in
- * page. Straight there only when the operator vouches for it: the
- * organization is marked verified, or the provider's host is one of
- * PLATFORM_TRUSTED_IDP_HOSTS.
+ * page. Straight there only when the operator vouches for it: the provider
+ * is held by the root group of an organization marked verified (not by one
+ * of its subgroups, whose owners may be anyone the organization delegated
+ * to), or the provider's host is one of PLATFORM_TRUSTED_IDP_HOSTS (on any
+ * port: an entry names a host the operator trusts, not one service on it).
  */
 export function needsInterstitial(org: OrganizationProvider, authorizationUrl: string, trustedHosts: readonly string[]): boolean {
   if (org.verified) return false;

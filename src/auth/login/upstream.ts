@@ -47,7 +47,10 @@ export interface OrganizationProvider {
   providerName: string;
   /** The group the provider belongs to (the `org` of the login link). */
   group: { uid: string; name: string };
-  /** Whether the group's organization is marked verified (groups.verified of its root group). */
+  /**
+   * Whether the provider is vouched for by its organization's verification: it is held by the
+   * organization's root group, marked verified (groups.verified). A subgroup's provider never is.
+   */
   verified: boolean;
 }
 
@@ -115,7 +118,7 @@ export class Upstreams {
   /**
    * The identity provider of group `groupUid` (the oldest, when it has
    * several), with what the sign-in shows of it before sending anyone there:
-   * its name, the group's name, and whether its organization is verified
+   * its name, the group's name, and whether it is a verified organization's own
    * (docs/security.md, "Signing in at an organization's provider").
    */
   async ofOrganization(groupUid: string): Promise<OrganizationProvider> {
@@ -129,8 +132,10 @@ export class Upstreams {
       .orderBy(asc(t.createTime), asc(t.uid))
       .limit(1);
     if (!found) throw new LoginError("no_identity_provider", `organization ${groupUid} has no identity provider`);
-    // `verified` is the organization's (the root group's), whichever of its groups the provider is in.
-    const [organization] = await this.opts.db.select({ verified: g.verified }).from(g).where(eq(g.uid, organizationOf(groupUid)));
+    // The operator verified the organization, not whatever a subgroup's (delegated) owners set up:
+    // only the root group's own providers are vouched for.
+    const atRoot = organizationOf(groupUid) === groupUid;
+    const [organization] = atRoot ? await this.opts.db.select({ verified: g.verified }).from(g).where(eq(g.uid, groupUid)) : [];
     return {
       provider: this.fromRow(found.row),
       providerName: found.row.name,
