@@ -100,8 +100,9 @@ export class LogDestination implements DestinationStream {
       const cut = room > 0 ? batch.lastIndexOf(10, room - 1) + 1 : 0;
       this.dropped += countLines(batch.subarray(cut));
       this.queued -= batch.length - cut;
-      if (cut > 0) this.queue[i++] = batch.subarray(0, cut);
-      this.drop(i);
+      this.drop(i + 1);
+      if (cut > 0) this.queue[i] = batch.subarray(0, cut);
+      else this.queue.pop();
       return;
     }
   }
