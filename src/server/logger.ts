@@ -1,4 +1,4 @@
-import { writeSync } from "node:fs";
+import { fstatSync, writeSync } from "node:fs";
 import { pino, type DestinationStream, type Logger } from "pino";
 import { serializeError } from "./error-serializer.js";
 
@@ -27,22 +27,26 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
   return destination ? pino(options, destination) : pino(options);
 }
 
-/** Lines kept while the destination is full (EAGAIN) before further ones are dropped. */
+/** Bytes kept while the destination is full (EAGAIN); the newest lines past them are dropped. */
 const MAX_PENDING_BYTES = 1024 * 1024;
 
 /**
  * Where the server's log lines go (a file descriptor, stdout in production): lines are
  * batched and written with write(2), and a destination that fails never stops the server
  * (docs/security.md, "Shutdown and logging"). A closed pipe (EPIPE), a bad descriptor (EBADF) or
- * any other error drops the batch; a full non-blocking pipe (EAGAIN) keeps up to 1 MiB for the
- * next flush and drops beyond it. Every line dropped is counted (`dropped`, shown in /metrics).
- * Nothing here waits or retries: pino's own destination retried EPIPE every 100 ms forever
- * in flushSync, and without an error listener a failed write killed the process.
+ * any other error drops what is queued; a full non-blocking pipe (EAGAIN) keeps the oldest 1 MiB
+ * (whole lines) for the next flush and drops the newest lines beyond it. Every line dropped is
+ * counted (`dropped`, shown in /metrics). Nothing here waits or retries: a flush writes until the
+ * descriptor takes no more, so on a non-blocking one (see stdoutDestination) it never blocks, at
+ * exit either. pino's own destination retried EPIPE every 100 ms forever in flushSync, and
+ * without an error listener a failed write killed the process.
  */
 export class LogDestination implements DestinationStream {
   private pending: string[] = [];
   private pendingBytes = 0;
-  private held: Buffer | undefined;
+  /** Batches the descriptor has not taken yet, oldest first (the first may start mid-line). */
+  private queue: Buffer[] = [];
+  private queued = 0;
   /** Lines that could not be written and were dropped. */
   dropped = 0;
 
@@ -58,26 +62,78 @@ export class LogDestination implements DestinationStream {
     if (this.pendingBytes >= this.minLength) this.flush();
   }
 
-  /** Writes what is pending, now. */
+  /** Writes what is pending, now, as far as the descriptor takes it. */
   flush(): void {
-    if (this.pending.length === 0 && !this.held) return;
-    const fresh = Buffer.from(this.pending.join(""));
-    this.pending = [];
-    this.pendingBytes = 0;
-    let data = this.held ? Buffer.concat([this.held, fresh]) : fresh;
-    this.held = undefined;
-    let at = 0;
-    try {
-      while (at < data.length) at += writeSync(this.fd, data, at, data.length - at);
-    } catch (e) {
-      data = data.subarray(at);
-      if ((e as NodeJS.ErrnoException).code === "EAGAIN" && data.length <= MAX_PENDING_BYTES) {
-        this.held = data;
+    if (this.pending.length > 0) {
+      const fresh = Buffer.from(this.pending.join(""));
+      this.pending = [];
+      this.pendingBytes = 0;
+      this.queue.push(fresh);
+      this.queued += fresh.length;
+    }
+    while (this.queue.length > 0) {
+      const batch = this.queue[0]!;
+      let at = 0;
+      try {
+        while (at < batch.length) at += writeSync(this.fd, batch, at, batch.length - at);
+      } catch (e) {
+        this.queue[0] = batch.subarray(at);
+        this.queued -= at;
+        if ((e as NodeJS.ErrnoException).code === "EAGAIN") this.trim();
+        else this.drop(0);
         return;
       }
-      this.dropped += countLines(data);
+      this.queue.shift();
+      this.queued -= batch.length;
     }
   }
+
+  /** Keeps the oldest MAX_PENDING_BYTES queued, cut after a whole line; drops and counts the rest. */
+  private trim(): void {
+    let room = MAX_PENDING_BYTES;
+    for (let i = 0; i < this.queue.length; i++) {
+      const batch = this.queue[i]!;
+      if (batch.length <= room) {
+        room -= batch.length;
+        continue;
+      }
+      const cut = room > 0 ? batch.lastIndexOf(10, room - 1) + 1 : 0;
+      this.dropped += countLines(batch.subarray(cut));
+      this.queued -= batch.length - cut;
+      this.drop(i + 1);
+      if (cut > 0) this.queue[i] = batch.subarray(0, cut);
+      else this.queue.pop();
+      return;
+    }
+  }
+
+  /** Drops and counts the queued batches from the `from`th on. */
+  private drop(from: number): void {
+    for (const batch of this.queue.splice(from)) {
+      this.dropped += countLines(batch);
+      this.queued -= batch.length;
+    }
+  }
+}
+
+/**
+ * The server's stdout (fd 1) as its log destination. A pipe or a socket (a container runtime's
+ * log collector, `| tee`) is inherited in blocking mode, and a reader that stopped reading then
+ * stalled write(2) and the whole event loop with it: requests, /healthz, SIGTERM. Node's own stream
+ * over fd 1 (`process.stdout`, through which nothing is written) opens it with libuv, which sets
+ * O_NONBLOCK: a full pipe is EAGAIN, and LogDestination keeps 1 MiB and drops past it. A regular
+ * file or a terminal is written synchronously.
+ */
+export function stdoutDestination(): LogDestination {
+  let stat;
+  try {
+    stat = fstatSync(1);
+  } catch {
+    // No stdout (EBADF): every write fails, and is counted as dropped.
+    return new LogDestination(1);
+  }
+  if (stat.isFIFO() || stat.isSocket()) void process.stdout;
+  return new LogDestination(1);
 }
 
 function countLines(data: Buffer): number {

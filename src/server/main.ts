@@ -3,7 +3,7 @@ import { DirectoryInUseError } from "../db/index.js";
 import { ConfigError, loadConfig } from "./config.js";
 import { startApp } from "./app.js";
 import { serializeError, type SerializedError } from "./error-serializer.js";
-import { createLogger, LogDestination } from "./logger.js";
+import { createLogger, stdoutDestination } from "./logger.js";
 
 const PARENT_CHECK_MS = 1000;
 /** Log lines are written in batches (one per request adds up); none waits longer than this. */
@@ -34,15 +34,17 @@ async function main(): Promise<void> {
     }
     throw e;
   }
-  // A log destination that fails (the reader of a pipe gone) drops lines, counted in /metrics,
-  // and never blocks or stops the server (docs/security.md, "Shutdown and logging").
-  const destination = new LogDestination(1);
+  // A log destination that fails (the reader of a pipe gone) or stays full (a reader that stopped
+  // reading) drops lines, counted in /metrics, and never blocks or stops the server
+  // (docs/security.md, "Shutdown and logging").
+  const destination = stdoutDestination();
   const logger = createLogger(config.logLevel, destination);
   setInterval(() => destination.flush(), LOG_FLUSH_MS).unref();
   const app = await startApp(config, { logger, logLinesDropped: () => destination.dropped });
   // Whoever waits for the startup lines (the port, the admin token path) sees them now.
   destination.flush();
   const exit = (code: number) => {
+    // One attempt: what a full pipe does not take now is lost, rather than hold the exit.
     destination.flush();
     process.exit(code);
   };

@@ -239,6 +239,37 @@ describe("shutdown and logging", () => {
     expect(await s.exited).toBe(0);
     expect(seconds(signalled)).toBeLessThan(10);
   }, 180_000);
+  it("keeps answering /healthz when nobody reads its log pipe, drops and counts the lines past its 1 MiB buffer, and exits within PLATFORM_SHUTDOWN_TIMEOUT on SIGTERM", async () => {
+    const s = await nodeStart(await newDataDir(), { PLATFORM_SHUTDOWN_TIMEOUT: "3s" });
+    try {
+      // The reader stalls (a log collector that stopped reading): once the stream's own buffer is
+      // full it stops reading the pipe, and the pipe (64 KiB) fills.
+      s.npm.stdout!.removeAllListeners("data");
+      s.npm.stdout!.pause();
+      // Each request logs a line with its path: 300 lines of 8 KiB fill the pipe ~37 times over.
+      const path = `/no-such-route/${"x".repeat(8 * 1024)}`;
+      for (let batch = 0; batch < 30; batch++) {
+        const sent = Array.from({ length: 10 }, () =>
+          fetch(`http://127.0.0.1:${s.port}${path}`, { signal: AbortSignal.timeout(5_000) }).then((r) => r.arrayBuffer()),
+        );
+        await Promise.all(sent);
+      }
+      expect((await fetch(`http://127.0.0.1:${s.port}/healthz`, { signal: AbortSignal.timeout(5_000) })).status).toBe(200);
+      // Lines are written in batches at least every half second.
+      await new Promise((r) => setTimeout(r, 1200));
+      const metrics = await (await fetch(`http://127.0.0.1:${s.port}/metrics`, { signal: AbortSignal.timeout(5_000) })).text();
+      const dropped = Number(/^platform_log_lines_dropped_total (\d+)/m.exec(metrics)?.[1]);
+      // 2.4 MiB logged, at most 1 MiB kept and ~0.2 MiB in the pipe and its reader's buffer.
+      expect(dropped).toBeGreaterThanOrEqual(100);
+      const signalled = Date.now();
+      s.npm.kill("SIGTERM");
+      const code = await Promise.race([s.exited, new Promise<string>((r) => setTimeout(() => r("still running"), 15_000))]);
+      expect(code).toBe(0);
+      expect(seconds(signalled)).toBeLessThan(10);
+    } finally {
+      s.npm.kill("SIGKILL");
+    }
+  }, 180_000);
 });
 
 /** Runs the server to its exit (a start that is refused): its exit code and what it wrote to stderr. */
