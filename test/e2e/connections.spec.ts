@@ -329,6 +329,43 @@ describe("HTTP/2 streams and bodies before authentication", () => {
     expect(answer.text).toMatch(/^HTTP\/1\.1 401/);
   });
 
+  it("refuses an anonymous Connect streaming call before its body is sent, as connect-es would: HTTP 200 and an end-stream error", async ({ expect }) => {
+    const request = Buffer.from("{}");
+    const body = Buffer.concat([Buffer.from([0, 0, 0, 0, request.length]), request]);
+    const session = http2.connect(open.url);
+    try {
+      const stream = session.request({ ":method": "POST", ":path": "/platform.events.v2beta1.EventsService/WatchEvents", "content-type": "application/connect+json", "connect-protocol-version": "1", "content-length": String(body.length) }, { endStream: false });
+      const answer = await new Promise<{ headers: http2.IncomingHttpHeaders; text: Buffer; bodySent: boolean }>((resolve, reject) => {
+        let sent = false;
+        let bodySent = false;
+        let headers: http2.IncomingHttpHeaders = {};
+        const chunks: Buffer[] = [];
+        const sendLate = setTimeout(() => {
+          sent = true;
+          stream.end(body);
+        }, 2_000);
+        stream.on("response", (h) => {
+          clearTimeout(sendLate);
+          bodySent = sent;
+          headers = h;
+        });
+        stream.on("data", (d: Buffer) => chunks.push(d));
+        stream.on("close", () => resolve({ headers, text: Buffer.concat(chunks), bodySent }));
+        stream.on("error", reject);
+      });
+      expect(answer.bodySent).toBe(false);
+      expect(answer.headers[":status"]).toBe(200);
+      expect(answer.headers["content-type"]).toBe("application/connect+json");
+      // One envelope, flagged end-stream (2), carrying the error.
+      expect(answer.text[0]).toBe(2);
+      const end = JSON.parse(answer.text.subarray(5, 5 + answer.text.readUInt32BE(1)).toString()) as { error: { code: string; details?: unknown[] } };
+      expect(end.error.code).toBe("unauthenticated");
+      expect(end.error.details?.length).toBeGreaterThan(0);
+    } finally {
+      session.close();
+    }
+  });
+
   it("reads and decompresses the body of a caller with a valid token: gzip Connect and gRPC creates", async ({ expect }) => {
     const session = http2.connect(open.url);
     const auth = { authorization: `Bearer ${open.token}` };
