@@ -12,20 +12,11 @@ import { accessRecordKey } from "./access-log.js";
 import type { NodeRequest } from "./http-types.js";
 
 /**
- * The most of a request body read before its caller is known (docs/security.md, "Connections"):
- * a body that may be larger is read only once the bearer token in its headers is valid, and the
- * public services (health, reflection) read messages up to this size.
+ * The most of a request body the public services (health, reflection), which anyone may call,
+ * read per message (docs/security.md, "Connections"). Every other service reads no body byte
+ * before the bearer token in the request's headers is valid (CallPipeline.admitBody).
  */
 export const ANONYMOUS_BODY_BYTES = 64 * 1024;
-
-/** Whether `req`'s body may be larger than `bound`: it declares more, or no length at all. */
-function mayExceed(req: NodeRequest, bound: number): boolean {
-  const length = req.headers["content-length"];
-  if (length !== undefined) return !/^\d+$/.test(length) || Number(length) > bound;
-  // HTTP/2: the HEADERS frame ended the stream, or DATA frames may follow in any number.
-  if (req.httpVersionMajor === 2) return !("stream" in req && req.stream.endAfterHeaders);
-  return req.headers["transfer-encoding"] !== undefined;
-}
 
 /** One call, as every entry point sees it. `message` is undefined for streaming requests. */
 export interface PipelineCall {
@@ -136,16 +127,17 @@ export class CallPipeline {
   }
 
   /**
-   * Authenticates a call of `method` from its headers, before its body is read, when that body
-   * may be larger than ANONYMOUS_BODY_BYTES: without a valid bearer token it is refused unread
-   * (the rejection is the UNAUTHENTICATED error run() would give), so an anonymous caller cannot
-   * make the server hold more than that per request. Undefined when there is nothing to check
-   * (a small or no body, a public service); run() authenticates again, from its cache.
+   * Authenticates a call of `method` from its headers, before any of its body is read, decompressed
+   * or decoded, whatever its length or encoding: without a valid bearer token it is refused unread
+   * (the rejection is the UNAUTHENTICATED error run() would give), so an anonymous caller costs the
+   * server a header check, not a body's decoding (docs/security.md, "Connections"). Undefined for
+   * the public services, which read small messages from anyone. run() authenticates again: the
+   * token service's cache of verified tokens answers it, with no second signature check.
    * `values`: the call's context values, asked for only to record a refusal in its access-log line.
    */
   admitBody(method: DescMethod, req: NodeRequest, values?: () => ContextValues): Promise<void> | undefined {
     const service = method.parent;
-    if (isPublicService(service.typeName) || !mayExceed(req, ANONYMOUS_BODY_BYTES)) return undefined;
+    if (isPublicService(service.typeName)) return undefined;
     const authorization = req.headers.authorization;
     return authenticate(this.opts.tokens, this.opts.audiences, typeof authorization === "string" ? authorization : null, createContextValues()).then(
       () => undefined,

@@ -3,7 +3,7 @@ import { brotliCompressSync, gzipSync } from "node:zlib";
 import type { DescMessage, DescMethod, DescMethodUnary, Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, createConnectRouter, createContextValues, type ConnectRouter, type ConnectRouterOptions, type ContextValues } from "@connectrpc/connect";
 import { compressionNegotiate, createMethodSerializationLookup, type MethodSerializationLookup, type UniversalHandler, type UniversalServerRequest, type UniversalServerResponse } from "@connectrpc/connect/protocol";
-import { codeToHttpStatus, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { codeToHttpStatus, createEndStreamSerialization, endStreamFlag, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { compressionBrotli, compressionGzip, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { clip } from "../errors/index.js";
@@ -453,10 +453,13 @@ function acceptedEncoding(header: string | string[] | undefined): "gzip" | "br" 
   return accepted.has("gzip") ? "gzip" : accepted.has("br") ? "br" : undefined;
 }
 
+const CONNECT_STREAM = /^application\/connect\+(?:json|proto)\b/i;
+const endStreamSerialization = createEndStreamSerialization({});
+
 /**
  * A call refused before its body was read (RpcHandlerOptions.admitBody), answered as connect-es
  * answers its errors: gRPC the status in trailers, gRPC-Web in headers only (trailers-only),
- * Connect its error JSON and HTTP status.
+ * Connect unary its error JSON and HTTP status, Connect streaming an end-stream message (HTTP 200).
  * The body stays unread: HTTP/1.1 closes the connection after the answer (listener.ts), and Node
  * resets an HTTP/2 stream answered before its request ended with NO_ERROR (RFC 9113 §8.1), which
  * tells the client to stop sending.
@@ -477,6 +480,15 @@ function refuseUnread(res: Res, contentType: string, error: ConnectError): void 
       res.addTrailers(nodeHeaders(status));
     }
     res.end();
+  } else if (CONNECT_STREAM.test(contentType)) {
+    const codec = contentType.toLowerCase().startsWith("application/connect+json") ? "json" : "proto";
+    const end = endStreamSerialization.serialize({ metadata: new Headers(), error });
+    const body = Buffer.alloc(5 + end.byteLength);
+    body[0] = endStreamFlag;
+    body.writeUInt32BE(end.byteLength, 1);
+    body.set(end, 5);
+    res.writeHead(200, { "content-type": `application/connect+${codec}`, "content-length": String(body.byteLength) });
+    res.end(body);
   } else {
     const header: Record<string, string> = { "content-type": "application/json" };
     error.metadata.forEach((value, key) => void (header[key] = value));

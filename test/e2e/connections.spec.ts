@@ -1,6 +1,9 @@
 import http2 from "node:http2";
 import net from "node:net";
+import { gzipSync } from "node:zlib";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, it } from "vitest";
+import { CreateGroupRequestSchema } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 // Slow and idle clients cannot hold sockets: header, request and idle
@@ -135,6 +138,67 @@ describe("HTTP/2 streams and bodies before authentication", () => {
     });
   }
 
+  /** A gRPC / gRPC-Web message envelope; `compressed` sets its flag (the bytes are gzip). */
+  function envelope(message: Uint8Array, compressed: boolean): Buffer {
+    const out = Buffer.alloc(5 + message.byteLength);
+    out[0] = compressed ? 1 : 0;
+    out.writeUInt32BE(message.byteLength, 1);
+    out.set(message, 5);
+    return out;
+  }
+
+  /** Many empty sub-messages, small on the wire once gzipped: what a decoder spends its time on. */
+  const MANY_EMPTY_JSON = Buffer.from(`{"documents":[${Array(20_000).fill("{}").join(",")}]}`);
+
+  interface Answer {
+    headers: http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader;
+    trailers: http2.IncomingHttpHeaders;
+    /** Whether the client had sent the body when the answer's headers came. */
+    bodySent: boolean;
+  }
+
+  /**
+   * Opens a POST declaring `body`'s (small) length and holds the body back: a server that answers
+   * from the headers alone answers before it is sent. One that waits for it gets it after a while
+   * (so that the test ends either way), and the answer then reports bodySent.
+   */
+  function heldBody(session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders, body: Buffer): Promise<Answer> {
+    return new Promise((resolve, reject) => {
+      const stream = session.request({ ":method": "POST", "content-length": String(body.length), ...headers }, { endStream: false });
+      let bodySent = false;
+      let answer: Omit<Answer, "trailers"> | undefined;
+      const sendLate = setTimeout(() => {
+        bodySent = true;
+        stream.end(body);
+      }, 2_000);
+      stream.on("response", (h) => {
+        clearTimeout(sendLate);
+        answer = { headers: h, bodySent };
+      });
+      let trailers: http2.IncomingHttpHeaders = {};
+      stream.on("trailers", (t) => (trailers = t));
+      stream.on("close", () => (answer ? resolve({ ...answer, trailers }) : reject(new Error("no answer"))));
+      stream.on("error", () => {});
+      stream.resume();
+    });
+  }
+
+  /** Sends `body` whole and reads the answer (status, trailers, body text). */
+  function send(session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders, body: Buffer): Promise<{ headers: http2.IncomingHttpHeaders; trailers: http2.IncomingHttpHeaders; text: string }> {
+    return new Promise((resolve, reject) => {
+      const stream = session.request({ ":method": "POST", "content-length": String(body.length), ...headers });
+      let answer: http2.IncomingHttpHeaders = {};
+      let trailers: http2.IncomingHttpHeaders = {};
+      const chunks: Buffer[] = [];
+      stream.on("response", (h) => (answer = h));
+      stream.on("trailers", (t) => (trailers = t));
+      stream.on("data", (d: Buffer) => chunks.push(d));
+      stream.on("end", () => resolve({ headers: answer, trailers, text: Buffer.concat(chunks).toString() }));
+      stream.on("error", reject);
+      stream.end(body);
+    });
+  }
+
   it("advertises at most 100 concurrent streams in its SETTINGS", async ({ expect }) => {
     const session = http2.connect(open.url);
     try {
@@ -192,6 +256,144 @@ describe("HTTP/2 streams and bodies before authentication", () => {
       session.destroy();
     }
     expect((await fetch(`${open.url}/healthz`)).status).toBe(200);
+  });
+
+  it("refuses an anonymous or badly authenticated gzip-compressed small body before any of it is sent, on Connect, gRPC and gRPC-Web", async ({ expect }) => {
+    const json = gzipSync(MANY_EMPTY_JSON);
+    const proto = envelope(gzipSync(toBinary(CreateGroupRequestSchema, create(CreateGroupRequestSchema, { group: { name: "x".repeat(60_000) } }))), true);
+    expect(json.length).toBeLessThan(2048);
+    const session = http2.connect(open.url);
+    try {
+      for (const authorization of [undefined, "Bearer not-a-token"]) {
+        const auth = authorization ? { authorization } : {};
+        const connect = await heldBody(session, { ":path": CREATE_GROUP, "content-type": "application/json", "content-encoding": "gzip", ...auth }, json);
+        expect(connect.bodySent).toBe(false);
+        expect(connect.headers[":status"]).toBe(401);
+        const grpc = await heldBody(session, { ":path": CREATE_GROUP, "content-type": "application/grpc", "grpc-encoding": "gzip", te: "trailers", ...auth }, proto);
+        expect(grpc.bodySent).toBe(false);
+        expect(grpc.trailers["grpc-status"]).toBe("16");
+        const grpcWeb = await heldBody(session, { ":path": CREATE_GROUP, "content-type": "application/grpc-web+proto", "grpc-encoding": "gzip", ...auth }, proto);
+        expect(grpcWeb.bodySent).toBe(false);
+        expect(grpcWeb.headers["grpc-status"]).toBe("16");
+      }
+    } finally {
+      session.close();
+    }
+  });
+
+  it("refuses an anonymous small uncompressed body before any of it is sent, on REST, Connect, gRPC and gRPC-Web", async ({ expect }) => {
+    const proto = envelope(toBinary(CreateGroupRequestSchema, create(CreateGroupRequestSchema, { group: { name: "small" } })), false);
+    const session = http2.connect(open.url);
+    try {
+      const rest = await heldBody(session, { ":path": "/iam/v2beta1/groups", "content-type": "application/json" }, MANY_EMPTY_JSON);
+      expect(rest.bodySent).toBe(false);
+      expect(rest.headers[":status"]).toBe(401);
+      const connect = await heldBody(session, { ":path": CREATE_GROUP, "content-type": "application/json" }, Buffer.from('{"group":{"name":"small"}}'));
+      expect(connect.bodySent).toBe(false);
+      expect(connect.headers[":status"]).toBe(401);
+      const grpc = await heldBody(session, { ":path": CREATE_GROUP, "content-type": "application/grpc", te: "trailers" }, proto);
+      expect(grpc.bodySent).toBe(false);
+      expect(grpc.trailers["grpc-status"]).toBe("16");
+      const grpcWeb = await heldBody(session, { ":path": CREATE_GROUP, "content-type": "application/grpc-web+proto" }, proto);
+      expect(grpcWeb.bodySent).toBe(false);
+      expect(grpcWeb.headers["grpc-status"]).toBe("16");
+    } finally {
+      session.close();
+    }
+  });
+
+  it("refuses an anonymous gzip-compressed small Connect body over HTTP/1.1 before it is sent", async ({ expect }) => {
+    const json = gzipSync(MANY_EMPTY_JSON);
+    const answer = await new Promise<{ text: string; bodySent: boolean }>((resolve, reject) => {
+      let sent = false;
+      let bodySent = false;
+      let text = "";
+      const socket = net.connect(open.app.port, "127.0.0.1", () => {
+        socket.write(`POST ${CREATE_GROUP} HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\ncontent-length: ${json.length}\r\n\r\n`);
+      });
+      // Held back; sent after a while only if no answer came, so that the test ends either way.
+      const sendLate = setTimeout(() => {
+        sent = true;
+        socket.write(json);
+      }, 2_000);
+      socket.once("data", () => {
+        clearTimeout(sendLate);
+        bodySent = sent;
+      });
+      socket.on("data", (d: Buffer) => (text += d.toString()));
+      socket.on("close", () => resolve({ text, bodySent }));
+      socket.on("error", reject);
+      setTimeout(() => socket.destroy(), 10_000);
+    });
+    expect(answer.bodySent).toBe(false);
+    expect(answer.text).toMatch(/^HTTP\/1\.1 401/);
+  });
+
+  it("refuses an anonymous Connect streaming call before its body is sent, as connect-es would: HTTP 200 and an end-stream error", async ({ expect }) => {
+    const request = Buffer.from("{}");
+    const body = Buffer.concat([Buffer.from([0, 0, 0, 0, request.length]), request]);
+    const session = http2.connect(open.url);
+    try {
+      const stream = session.request({ ":method": "POST", ":path": "/platform.events.v2beta1.EventsService/WatchEvents", "content-type": "application/connect+json", "connect-protocol-version": "1", "content-length": String(body.length) }, { endStream: false });
+      const answer = await new Promise<{ headers: http2.IncomingHttpHeaders; text: Buffer; bodySent: boolean }>((resolve, reject) => {
+        let sent = false;
+        let bodySent = false;
+        let headers: http2.IncomingHttpHeaders = {};
+        const chunks: Buffer[] = [];
+        const sendLate = setTimeout(() => {
+          sent = true;
+          stream.end(body);
+        }, 2_000);
+        stream.on("response", (h) => {
+          clearTimeout(sendLate);
+          bodySent = sent;
+          headers = h;
+        });
+        stream.on("data", (d: Buffer) => chunks.push(d));
+        stream.on("close", () => resolve({ headers, text: Buffer.concat(chunks), bodySent }));
+        stream.on("error", reject);
+      });
+      expect(answer.bodySent).toBe(false);
+      expect(answer.headers[":status"]).toBe(200);
+      expect(answer.headers["content-type"]).toBe("application/connect+json");
+      // One envelope, flagged end-stream (2), carrying the error.
+      expect(answer.text[0]).toBe(2);
+      const end = JSON.parse(answer.text.subarray(5, 5 + answer.text.readUInt32BE(1)).toString()) as { error: { code: string; details?: unknown[] } };
+      expect(end.error.code).toBe("unauthenticated");
+      expect(end.error.details?.length).toBeGreaterThan(0);
+    } finally {
+      session.close();
+    }
+  });
+
+  it("reads and decompresses the body of a caller with a valid token: gzip Connect and gRPC creates", async ({ expect }) => {
+    const session = http2.connect(open.url);
+    const auth = { authorization: `Bearer ${open.token}` };
+    try {
+      const connect = await send(session, { ":path": CREATE_GROUP, "content-type": "application/json", "content-encoding": "gzip", ...auth }, gzipSync('{"group":{"name":"gzip connect"}}'));
+      expect(connect.headers[":status"]).toBe(200);
+      expect(connect.text).toContain('"name":"gzip connect"');
+      const message = toBinary(CreateGroupRequestSchema, create(CreateGroupRequestSchema, { group: { name: "gzip grpc" } }));
+      const grpc = await send(session, { ":path": CREATE_GROUP, "content-type": "application/grpc", "grpc-encoding": "gzip", te: "trailers", ...auth }, envelope(gzipSync(message), true));
+      expect(grpc.trailers["grpc-status"]).toBe("0");
+      expect(grpc.text).toContain("gzip grpc");
+    } finally {
+      session.close();
+    }
+  });
+
+  it("stops decompressing a valid caller's body at the 1 MiB message limit: RESOURCE_EXHAUSTED", async ({ expect }) => {
+    // 2 MiB of spaces after the JSON object, a few KiB once gzipped.
+    const bomb = gzipSync(Buffer.concat([Buffer.from('{"group":{"name":"bomb"}}'), Buffer.alloc(2 * 1024 * 1024, 0x20)]));
+    expect(bomb.length).toBeLessThan(16 * 1024);
+    const session = http2.connect(open.url);
+    try {
+      const connect = await send(session, { ":path": CREATE_GROUP, "content-type": "application/json", "content-encoding": "gzip", authorization: `Bearer ${open.token}` }, bomb);
+      expect(connect.headers[":status"]).toBe(429);
+      expect(JSON.parse(connect.text)).toMatchObject({ code: "resource_exhausted" });
+    } finally {
+      session.close();
+    }
   });
 
   it("refuses an anonymous HTTP/1.1 upload that declares a large length before it is sent, and closes the connection", async ({ expect }) => {
