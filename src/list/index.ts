@@ -2,4 +2,4 @@ export { ListEngine, DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, type ListSource, type Lis
 export { parseOrderBy, type OrderBy } from "./order-by.js";
 export { PAGE_TOKEN_LIFETIME_MS } from "./page-token.js";
 export { scopeMatcher, type HeldRow, type UidpFilter } from "./scope.js";
-export { listVisibilityKey, visibilityCondition, visibilityMatcher, type ListVisibility } from "./visibility.js";
+export { INLINE_ROOTS, listVisibilityKey, visibilityCondition, visibilityMatcher, type ListVisibility } from "./visibility.js";

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { eq, inArray } from "drizzle-orm";
+import { eq, inArray, isNull } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
 import { migratedStorePerFile } from "../../test/support/fresh-store.js";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
@@ -10,7 +10,7 @@ import { newChildUid, newRootUid, schema, type DatabaseHandle } from "../db/inde
 import { DEFAULT_PAGE_SIZE, ListEngine, MAX_PAGE_SIZE, type ExtraFilters, type ListParams, type ListSource } from "./list-engine.js";
 import { PAGE_TOKEN_LIFETIME_MS } from "./page-token.js";
 import type { UidpFilter } from "./scope.js";
-import type { ListVisibility } from "./visibility.js";
+import { INLINE_ROOTS, visibilityCondition, type ListVisibility } from "./visibility.js";
 
 // The List engine (docs/design.md, "Lists") against a real database: a copy of the migrated PGlite,
 // or a fresh PostgreSQL database when DATABASE_URL is set. Every test lists inside a scope
@@ -372,6 +372,36 @@ describe("ListEngine filters", () => {
       expect(await uidsOf({ uidp: uidp({ inRoot: root }) }, { all: false, roots: [] })).toEqual([]);
       // The total counts only what the caller may see.
       expect((await list({ uidp: uidp({ inRoot: root }), pageSize: 1 }, { all: false, roots: [a] })).totalCount).toBe(4n);
+    });
+
+    it("lists for a caller with 3,000 roots (sibling groups) in one array parameter, and sees exactly their subtrees", async () => {
+      // 3,000 siblings, each with a child; the caller sees 2,990 of them (and their children), not the
+      // last ten nor a sibling named like a root with a suffix sorting before '/' (`<root>-x`).
+      const { root: o, children } = await org(3000);
+      const grandchildren = children.map((c) => newChildUid(c));
+      const lookalike = `${children[0]!}-x`;
+      await insertGroups([...grandchildren.map((uid, i) => ({ uid, parentUid: children[i]!, name: "g" })), { uid: lookalike, parentUid: o, name: "lookalike" }]);
+      const roots = children.slice(0, 2990);
+      const many: ListVisibility = { all: false, roots };
+      const expected = [...roots, ...grandchildren.slice(0, 2990)].sort();
+
+      const built = handle.db.select().from(schema.groups).where(visibilityCondition(groupsSource, many)).toSQL();
+      expect(built.params.length).toBe(1);
+      const { uids, pages } = await walk({ uidp: uidp({ inRoot: o }), pageSize: 1000 }, many);
+      expect(uids).toEqual(expected);
+      expect(pages[0]!.total).toBe(BigInt(expected.length));
+    });
+
+    it("keeps built-in roles visible to a caller with many roots", async () => {
+      const { children } = await org(INLINE_ROOTS + 2);
+      const custom = randomBytes(8).toString("hex");
+      await handle.db.insert(schema.roles).values({ uid: custom, parentUid: children[1]!, path: `${children[1]!}/${custom}`, name: "custom", createTime: T0, updateTime: T0 });
+      const builtIn = (await handle.db.select({ uid: schema.roles.uid }).from(schema.roles).where(isNull(schema.roles.parentUid))).map((r) => r.uid);
+      const roleUids = async (roots: string[]) =>
+        (await engine.list(handle.db, rolesSource, params({ pageSize: 1000 }), { all: false, roots })).rows.map((r) => r.uid);
+      expect(await roleUids(children)).toEqual([...builtIn, custom].sort());
+      expect(await roleUids(children.filter((c) => c !== children[1]))).toEqual([...builtIn].sort());
+      await handle.db.delete(schema.roles).where(eq(schema.roles.uid, custom));
     });
 
     it("refuses a group-held resource listed without recorded visibility (fail closed)", async () => {

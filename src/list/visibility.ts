@@ -1,5 +1,5 @@
 import { createContextKey } from "@connectrpc/connect";
-import { isNull, or, sql, type SQL } from "drizzle-orm";
+import { getTableName, isNull, or, sql, type SQL } from "drizzle-orm";
 import type { PgColumn } from "drizzle-orm/pg-core";
 import { atOrBelow, isAtOrBelow, type HeldRow } from "./scope.js";
 
@@ -20,18 +20,56 @@ export interface VisibilityColumns {
   globalRowsVisible?: boolean | undefined;
 }
 
+/**
+ * Up to this many roots, each is a condition of its own (three bind parameters, one
+ * index range); past it, the roots travel as one array parameter (docs/security.md, "Input").
+ */
+export const INLINE_ROOTS = 8;
+
 /** The condition limiting a List to what the caller may see. */
 export function visibilityCondition(cols: VisibilityColumns, v: ListVisibility): SQL | undefined {
   if (v.all) return undefined;
   const path = cols.path ?? cols.uid;
+  const globalRows = cols.globalRowsVisible && cols.parentUid ? cols.parentUid : undefined;
+  if (v.roots.length > INLINE_ROOTS) return underManyRoots(cols.uid, path, v.roots, globalRows);
   const parts: SQL[] = v.roots.map((r) => atOrBelow(path, r));
-  if (cols.globalRowsVisible && cols.parentUid) parts.push(isNull(cols.parentUid));
+  if (globalRows) parts.push(isNull(globalRows));
   return parts.length ? (or(...parts) as SQL) : sql`false`;
+}
+
+/**
+ * atOrBelow for every root, as a semi-join: for each root, one range of the path's btree index
+ * (C collation: [r, r0) holds r and everything below, and the siblings the filter drops), so the
+ * cost is one index probe per root plus the rows found, and one bind parameter however many roots
+ * there are (PostgreSQL takes at most 65,535). `uid` is the table's primary key. The fence
+ * (OFFSET 0) keeps the planner from turning the join inside out into roots × rows comparisons.
+ */
+function underManyRoots(uid: PgColumn, path: PgColumn, roots: string[], globalRows: PgColumn | undefined): SQL {
+  const table = sql.identifier(getTableName(uid.table));
+  const v = (col: PgColumn) => sql`v.${sql.identifier(col.name)}`;
+  const global = globalRows ? sql` union all (select ${v(uid)} from ${table} as v where ${v(globalRows)} is null)` : sql``;
+  return sql`${uid} in ((select ${v(uid)} from unnest(${pgTextArray(roots)}::text[]) as r(p) cross join lateral (select ${v(uid)} from ${table} as v where ${v(path)} >= r.p and ${v(path)} < r.p || '0' and (${v(path)} = r.p or ${v(path)} > r.p || '/')) as v offset 0)${global})`;
+}
+
+/** A PostgreSQL array literal of `values`, each quoted (a single text parameter, the same on both drivers). */
+function pgTextArray(values: readonly string[]): string {
+  return `{${values.map((s) => `"${s.replace(/[\\"]/g, "\\$&")}"`).join(",")}}`;
 }
 
 /** In memory, what visibilityCondition selects in SQL, for rows whose path is the group holding them (events as they arrive). */
 export function visibilityMatcher(v: ListVisibility): (row: HeldRow) => boolean {
   if (v.all) return () => true;
-  const roots = v.roots;
-  return (row) => roots.some((r) => isAtOrBelow(row.parentUid, r));
+  if (v.roots.length <= INLINE_ROOTS) {
+    const roots = v.roots;
+    return (row) => roots.some((r) => isAtOrBelow(row.parentUid, r));
+  }
+  // A set lookup for the path and each prefix ending before a '/' that something follows:
+  // exactly the roots isAtOrBelow accepts, in time bound by the path, not the roots.
+  const roots = new Set(v.roots);
+  return ({ parentUid: p }) => {
+    if (p === null) return false;
+    if (roots.has(p)) return true;
+    for (let i = p.indexOf("/"); i >= 0 && i < p.length - 1; i = p.indexOf("/", i + 1)) if (roots.has(p.slice(0, i))) return true;
+    return false;
+  };
 }

@@ -12,7 +12,7 @@ import { SecretBox } from "../../crypto/index.js";
 import { schema, type Database, type DatabaseHandle } from "../../db/index.js";
 import { Egress } from "../../egress/index.js";
 import { EventHub } from "../../events/index.js";
-import { ListEngine, scopeMatcher, visibilityCondition, visibilityMatcher, type ListVisibility, type UidpFilter } from "../../list/index.js";
+import { INLINE_ROOTS, ListEngine, scopeMatcher, visibilityCondition, visibilityMatcher, type ListVisibility, type UidpFilter } from "../../list/index.js";
 import { scopeConditions } from "../../list/scope.js";
 import type { ServiceContext } from "../context.js";
 import { eventFilters, eventMatcher, eventsService, eventsSource } from "./events.js";
@@ -287,7 +287,16 @@ describe("WatchEvents", () => {
       { ids: [uids[2]!, uids[7]!] },
       { inRoot: "orgm", ids: [uids[2]!, uids[7]!] },
     ];
-    const visibilities: ListVisibility[] = [{ all: true }, { all: false, roots: ["orgm"] }, { all: false, roots: ["orgm/a", "orgn"] }, { all: false, roots: ["orgm/b"] }];
+    // Past INLINE_ROOTS roots, the SQL takes them as one array (and the matcher as a set): the same rows.
+    const filler = Array.from({ length: INLINE_ROOTS }, (_, i) => `orgz${i}`);
+    const visibilities: ListVisibility[] = [
+      { all: true },
+      { all: false, roots: ["orgm"] },
+      { all: false, roots: ["orgm/a", "orgn"] },
+      { all: false, roots: ["orgm/b"] },
+      { all: false, roots: [...filler, "orgm/a", "orgn"].sort() },
+      { all: false, roots: [...filler, "orgm/a/b", "orgm/ab", "orgm0", "orgn/a"].sort() },
+    ];
     const ours = sql`${schema.events.uid} in (${sql.join(uids.map((u) => sql`${u}`), sql`, `)})`;
     const rows = await handle.db.select().from(schema.events).where(ours).orderBy(asc(schema.events.seq));
     for (const f of filters) {
