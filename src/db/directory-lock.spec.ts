@@ -1,8 +1,10 @@
-import { mkdtemp, rm, symlink } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { execFileSync, spawn } from "node:child_process";
+import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { DirectoryInUseError, lockDirectory, type DirectoryLock } from "./directory-lock.js";
+import { DirectoryInUseError, LOCK_FILE, fileLockForTests, lockDirectory, type DirectoryLock } from "./directory-lock.js";
 
 const held: DirectoryLock[] = [];
 const dirs: string[] = [];
@@ -17,20 +19,73 @@ async function newDir(): Promise<string> {
   return dir;
 }
 
+const refusal = (p: Promise<unknown>): Promise<DirectoryInUseError> =>
+  p.then(
+    () => {
+      throw new Error("the lock was taken twice");
+    },
+    (e: unknown) => {
+      expect(e).toBeInstanceOf(DirectoryInUseError);
+      return e as DirectoryInUseError;
+    },
+  );
+
+const MODULE = fileURLToPath(new URL("./directory-lock.ts", import.meta.url));
+/** Whether this machine lets the test make a network and mount namespace (root, unshare(1)). */
+const canUnshare = ((): boolean => {
+  try {
+    execFileSync("unshare", ["-n", "-m", "true"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/**
+ * Another node process that takes the lock on `dir` (the file lock when `file`), says "held {pid}"
+ * or "refused {message}", then keeps it while `hold` or lets its event loop end. `prefix` runs it
+ * under another command (unshare).
+ */
+async function lockingProcess(dir: string, opts: { hold?: boolean; file?: boolean; prefix?: string[] } = {}) {
+  const script = join(await newDir(), "lock.mjs");
+  await writeFile(
+    script,
+    `import { lockDirectory, fileLockForTests } from ${JSON.stringify(MODULE)};
+const dir = process.argv[2];
+try {
+  const lock = await (${opts.file ? "fileLockForTests(dir)" : "lockDirectory(dir)"});
+  lock.describe({ port: 5151 });
+  console.log("held " + process.pid);
+  ${opts.hold ? "setInterval(() => {}, 1000);" : ""}
+} catch (e) {
+  console.log("refused " + e.message);
+}
+`,
+  );
+  const [command, ...args] = [...(opts.prefix ?? []), process.execPath, "--import", "tsx", script, dir];
+  const child = spawn(command!, args, { stdio: ["ignore", "pipe", "inherit"] });
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const said = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => {
+      out += d.toString();
+      if (out.includes("\n")) resolve(out.trim());
+    });
+    void exited.then(() => reject(new Error(`the locking process ended saying ${JSON.stringify(out)}`)));
+  });
+  return { child, said, exited };
+}
+
 describe("lockDirectory", () => {
   it("refuses a second hold on a directory, naming the holder's pid and port", async () => {
     const dir = await newDir();
     const first = await lockDirectory(dir);
     held.push(first);
     first.describe({ port: 4242 });
-    const second = await lockDirectory(dir).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(second).toBeInstanceOf(DirectoryInUseError);
-    expect((second as DirectoryInUseError).holder).toEqual({ pid: process.pid, port: 4242 });
-    expect((second as Error).message).toContain(`process ${process.pid} (serving on port 4242)`);
-    expect((second as Error).message).toContain(dir);
+    const second = await refusal(lockDirectory(dir));
+    expect(second.holder).toEqual({ pid: process.pid, host: hostname(), port: 4242 });
+    expect(second.message).toContain(`process ${process.pid} (serving on port 4242)`);
+    expect(second.message).toContain(dir);
   });
 
   it("is the same lock through a symbolic link to the directory", async () => {
@@ -38,7 +93,7 @@ describe("lockDirectory", () => {
     const link = join(await newDir(), "link");
     await symlink(dir, link);
     held.push(await lockDirectory(dir));
-    await expect(lockDirectory(link)).rejects.toBeInstanceOf(DirectoryInUseError);
+    await refusal(lockDirectory(link));
   });
 
   it("can be taken again once released, and other directories are not affected", async () => {
@@ -48,4 +103,75 @@ describe("lockDirectory", () => {
     await first.release();
     held.push(await lockDirectory(dir));
   });
+
+  it("refuses a process in another network and mount namespace that reaches the directory by a bind mount (two containers on one volume)", async () => {
+    const dir = await newDir();
+    const first = await lockDirectory(dir);
+    held.push(first);
+    first.describe({ port: 4343 });
+    // Where unshare(1) cannot make namespaces, another process on the same path at least.
+    const mount = join(await newDir(), "mounted");
+    await mkdir(mount);
+    const prefix = canUnshare ? ["unshare", "-n", "-m", "sh", "-c", `mount --bind "$0" "$1" && shift && exec "$@"`, dir, mount] : [];
+    const other = await lockingProcess(canUnshare ? mount : dir, { prefix });
+    expect(other.said).toContain("refused");
+    expect(other.said).toContain(`in use by process ${process.pid} (serving on port 4343)`);
+    expect(await other.exited).toBe(0);
+  });
+
+  it("is freed as soon as its holder is killed with SIGKILL, and does not keep a process alive that has nothing else to do", async () => {
+    const dir = await newDir();
+    const holder = await lockingProcess(dir, { hold: true });
+    expect(holder.said).toBe(`held ${holder.child.pid}`);
+    const refused = await refusal(lockDirectory(dir));
+    expect(refused.holder).toMatchObject({ pid: holder.child.pid, port: 5151 });
+
+    holder.child.kill("SIGKILL");
+    await holder.exited;
+    // The flock child sees its pipe close and ends; give a busy machine time.
+    let lock: DirectoryLock | undefined;
+    for (let i = 0; !lock && i < 100; i++) {
+      lock = await lockDirectory(dir).catch(async (e: unknown) => {
+        if (!(e instanceof DirectoryInUseError)) throw e;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        return undefined;
+      });
+    }
+    expect(lock).toBeDefined();
+    await lock!.release();
+
+    // One that takes the lock and has nothing more to do exits by itself, and frees it.
+    const idle = await lockingProcess(dir);
+    expect(idle.said).toBe(`held ${idle.child.pid}`);
+    expect(await idle.exited).toBe(0);
+    held.push(await lockDirectory(dir));
+  }, 60_000);
+});
+
+describe("the lock file where there is no flock program", () => {
+  it("refuses a second hold naming the holder, and is taken over once its process is gone", async () => {
+    const dir = await newDir();
+    const first = fileLockForTests(dir);
+    first.describe({ port: 4444 });
+    const second = await refusal(Promise.resolve().then(() => fileLockForTests(dir)));
+    expect(second.message).toContain(`process ${process.pid} (serving on port 4444)`);
+    await first.release();
+
+    // A pid no process has (beyond pid_max).
+    await writeFile(join(dir, LOCK_FILE), JSON.stringify({ pid: 2 ** 30 }));
+    held.push(fileLockForTests(dir));
+  });
+
+  it("lets only one of many starters that all find a stale lock file take it", async () => {
+    const dir = await newDir();
+    await writeFile(join(dir, LOCK_FILE), JSON.stringify({ pid: 2 ** 30 }));
+    const starters = await Promise.all(Array.from({ length: 4 }, () => lockingProcess(dir, { hold: true, file: true })));
+    try {
+      const holders = starters.filter((s) => s.said.startsWith("held"));
+      expect(holders.map((s) => s.said)).toHaveLength(1);
+      for (const s of starters.filter((s) => !s.said.startsWith("held"))) expect(s.said).toContain("in use by process");
+    } finally {
+      for (const s of starters) s.child.kill("SIGKILL");
+    }
+  }, 60_000);
 });
