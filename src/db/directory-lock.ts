@@ -1,7 +1,8 @@
-import { spawn } from "node:child_process";
+import { spawn, type ChildProcessByStdio } from "node:child_process";
 import { closeSync, openSync, readFileSync, realpathSync, unlinkSync, writeFileSync, writeSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
+import type { Readable, Writable } from "node:stream";
 
 /** What a lock's holder tells a process that finds the directory taken. */
 export interface LockHolder {
@@ -42,6 +43,9 @@ const TAKEOVER_FILE = "platform.lock.takeover";
 /** How long a refused process waits for a holder that has just taken the lock to write its name. */
 const READ_TRIES = 5;
 const READ_PAUSE_MS = 40;
+/** How often, and how far apart, a lock found taken is tried again before refusing (about a second). */
+const BUSY_TRIES = 5;
+const BUSY_PAUSE_MS = 250;
 
 /**
  * Takes `dir` for this process, or fails with DirectoryInUseError naming the holder
@@ -70,6 +74,45 @@ async function flockLock(dir: string): Promise<DirectoryLock | undefined> {
   const path = join(dir, LOCK_FILE);
   // Made here so that it is not left readable by everyone by flock's umask-based mode.
   closeSync(openSync(path, "a", 0o600));
+  let attempt = await tryFlock(path);
+  // A holder killed a moment ago frees the lock once its flock child has seen the pipe close:
+  // a server restarted at once after a crash waits for that rather than being refused.
+  for (let i = 1; attempt.outcome === "busy" && i < BUSY_TRIES; i++) {
+    await new Promise((resolve) => setTimeout(resolve, BUSY_PAUSE_MS));
+    attempt = await tryFlock(path);
+  }
+  const { child, outcome } = attempt;
+  if (outcome === "missing") return undefined;
+  if (outcome !== "locked") {
+    child.kill("SIGKILL");
+    if (outcome === "busy") throw new DirectoryInUseError(dir, await readHolder(path));
+    throw outcome;
+  }
+  child.stdout.destroy();
+  child.stderr.destroy();
+  // The lock must not keep a process alive that has nothing else to do.
+  child.unref();
+  (child.stdin as unknown as { unref(): void }).unref();
+  const exited =
+    child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const info: LockHolder = { pid: process.pid, host: hostname() };
+  // Rewritten in place, never renamed over: the lock belongs to this file's inode.
+  const write = () => writeFileSync(path, JSON.stringify(info));
+  write();
+  return {
+    describe: (more) => {
+      Object.assign(info, more);
+      write();
+    },
+    release: async () => {
+      child.stdin.end();
+      await exited;
+    },
+  };
+}
+
+/** One `flock -n` child: "locked" when it holds the lock (and keeps it until its stdin ends). */
+async function tryFlock(path: string): Promise<{ child: ChildProcessByStdio<Writable, Readable, Readable>; outcome: "locked" | "busy" | "missing" | Error }> {
   // The shell says it has the lock, then becomes `cat`, which holds the inherited descriptor
   // until its standard input (our pipe) ends.
   const child = spawn("flock", ["-x", "-n", path, "/bin/sh", "-c", "echo locked && exec cat >/dev/null"], {
@@ -89,32 +132,7 @@ async function flockLock(dir: string): Promise<DirectoryLock | undefined> {
       resolve(code === 1 ? "busy" : new Error(`flock on ${path} ended (${signal ?? code}) without taking the lock: ${err.trim()}`)),
     );
   });
-  if (outcome === "missing") return undefined;
-  if (outcome !== "locked") {
-    child.kill("SIGKILL");
-    if (outcome === "busy") throw new DirectoryInUseError(dir, await readHolder(path));
-    throw outcome;
-  }
-  child.stdout.destroy();
-  child.stderr.destroy();
-  // The lock must not keep a process alive that has nothing else to do.
-  child.unref();
-  (child.stdin as unknown as { unref(): void }).unref();
-  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const info: LockHolder = { pid: process.pid, host: hostname() };
-  // Rewritten in place, never renamed over: the lock belongs to this file's inode.
-  const write = () => writeFileSync(path, JSON.stringify(info));
-  write();
-  return {
-    describe: (more) => {
-      Object.assign(info, more);
-      write();
-    },
-    release: async () => {
-      child.stdin.end();
-      await exited;
-    },
-  };
+  return { child, outcome };
 }
 
 /** The holder's name from its lock file; undefined when it has not written one yet. */
@@ -141,7 +159,7 @@ function readHolderNow(path: string): LockHolder | undefined {
   }
 }
 
-function fileLock(dir: string): DirectoryLock {
+function fileLock(dir: string, afterStale: () => void = () => {}): DirectoryLock {
   const path = join(dir, LOCK_FILE);
   const info: LockHolder = { pid: process.pid, host: hostname() };
   const create = (target: string, flags: string) => {
@@ -164,6 +182,7 @@ function fileLock(dir: string): DirectoryLock {
   if (!exclusive(path)) {
     const holder = readHolderNow(path);
     if (holder && running(holder.pid)) throw new DirectoryInUseError(dir, holder);
+    afterStale();
     // Left by a process that is gone. Removing it and creating ours is two steps, so a takeover
     // runs under a second exclusive file: two starters cannot both remove a file and both create
     // one, and the one that gets it looks again, since another may have taken over just before.
@@ -211,5 +230,8 @@ function running(pid: number): boolean {
   }
 }
 
-/** For tests: the lock without flock(1), as on platforms that lack it. */
-export const fileLockForTests = (dir: string): DirectoryLock => fileLock(realpathSync(dir));
+/**
+ * For tests: the lock without flock(1), as on platforms that lack it; `afterStale` runs when this
+ * starter has found the lock file stale, before it takes it over (where another may cut in).
+ */
+export const fileLockForTests = (dir: string, afterStale?: () => void): DirectoryLock => fileLock(realpathSync(dir), afterStale);
