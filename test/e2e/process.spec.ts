@@ -273,9 +273,10 @@ describe("shutdown and logging", () => {
 });
 
 /** Runs the server to its exit (a start that is refused): its exit code and what it wrote to stderr. */
-async function refusedStart(dataDir: string): Promise<{ code: number | null; stderr: string }> {
+async function refusedStart(dataDir: string, prefix: string[] = []): Promise<{ code: number | null; stderr: string }> {
   const { env } = await serverEnv(dataDir, {}, true);
-  const child = spawn(process.execPath, [ENTRY], { env, stdio: ["ignore", "pipe", "pipe"] });
+  const [command, ...args] = [...prefix, process.execPath, ENTRY];
+  const child = spawn(command!, args, { env, stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
   const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
@@ -284,15 +285,30 @@ async function refusedStart(dataDir: string): Promise<{ code: number | null; std
   return { code, stderr };
 }
 
+/** Whether this machine lets the test run a process in a network namespace of its own (root, unshare(1)). */
+function canUnshareNetwork(): boolean {
+  try {
+    execFileSync("unshare", ["-n", "true"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 // The lock is the embedded store's (PGlite): these run on PGlite whatever the run's back-end.
 describe("one server per embedded data directory", () => {
-  it("refuses a second server on the directory, naming the first one's pid and port; once the first is killed outright a new one starts", async () => {
+  it("refuses a second server on the directory, also from another network namespace, naming the first one's pid and port; once the first is killed outright a new one starts", async () => {
     const dataDir = await newDataDir(true);
     const first = await start([process.execPath, ENTRY], dataDir, {}, true);
     const second = await refusedStart(dataDir);
     expect(second.code).toBe(1);
     expect(second.stderr).toContain(`in use by process ${first.npm.pid} (serving on port ${first.port})`);
     expect(second.stderr).toContain("serves one process only");
+    // Nor in a network namespace of its own, as a container on the same volume is (where this
+    // machine lets the test make one; otherwise as another process again).
+    const isolated = await refusedStart(dataDir, canUnshareNetwork() ? ["unshare", "-n"] : []);
+    expect(isolated.code).toBe(1);
+    expect(isolated.stderr).toContain(`in use by process ${first.npm.pid} (serving on port ${first.port})`);
     // The first is untouched.
     expect((await fetch(`http://127.0.0.1:${first.port}/readyz`)).status).toBe(200);
 
