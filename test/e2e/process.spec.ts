@@ -182,11 +182,17 @@ describe.concurrent("npm start", () => {
   });
 });
 
-/** A request whose body never finishes: it stays in flight until the server cuts it off. */
-function heldRequest(port: number): Promise<net.Socket> {
+/**
+ * A request whose body never finishes: it stays in flight until the server cuts it off. It carries
+ * the admin token, as a body is read only once its caller is authenticated.
+ */
+async function heldRequest(port: number, dataDir: string): Promise<net.Socket> {
+  const token = (await readFile(join(dataDir, "admin-token"), "utf8")).trim();
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, "127.0.0.1", () => {
-      socket.write("POST /iam/v2beta1/groups HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{\"displayName\"");
+      socket.write(
+        `POST /iam/v2beta1/groups HTTP/1.1\r\nhost: localhost\r\nauthorization: Bearer ${token}\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"displayName"`,
+      );
       // Long enough for the server to have started on it.
       setTimeout(() => resolve(socket), 1000);
     });
@@ -199,8 +205,9 @@ const seconds = (since: number) => (Date.now() - since) / 1000;
 
 describe("shutdown and logging", () => {
   it("cuts off a request still in flight at PLATFORM_SHUTDOWN_TIMEOUT and exits 1, without waiting for it", async () => {
-    const s = await nodeStart(await newDataDir(), { PLATFORM_SHUTDOWN_TIMEOUT: "2s" });
-    const held = await heldRequest(s.port);
+    const dataDir = await newDataDir();
+    const s = await nodeStart(dataDir, { PLATFORM_SHUTDOWN_TIMEOUT: "2s" });
+    const held = await heldRequest(s.port, dataDir);
     const closed = new Promise<void>((resolve) => held.once("close", () => resolve()));
     const signalled = Date.now();
     s.npm.kill("SIGTERM");
@@ -212,8 +219,9 @@ describe("shutdown and logging", () => {
   }, 180_000);
 
   it("exits at once on a second signal, while a request holds the drain open", async () => {
-    const s = await nodeStart(await newDataDir());
-    await heldRequest(s.port);
+    const dataDir = await newDataDir();
+    const s = await nodeStart(dataDir);
+    await heldRequest(s.port, dataDir);
     s.npm.kill("SIGTERM");
     await new Promise((r) => setTimeout(r, 500));
     // Still draining (the default timeout is 25 s): the request holds it.
