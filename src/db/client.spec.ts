@@ -1,6 +1,10 @@
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { takePgliteStore } from "../../test/support/store-pool.js";
 import { openDatabase, reconnectDelaySeconds } from "./client.js";
+import { LOCK_FILE } from "./directory-lock.js";
 
 describe("reconnectDelaySeconds (postgres.js backoff)", () => {
   it("starts short, grows, and never exceeds two seconds, however many attempts failed", () => {
@@ -49,4 +53,24 @@ describe("openDatabase on a PGlite the caller opened", () => {
       store.release();
     }
   });
+});
+
+describe("openDatabase on a new PGlite data directory", () => {
+  it("makes the cluster in the directory it locks, names its holder there, and opens it again after close", async () => {
+    // No template: what `npm start` does on a first run (PGlite makes a cluster only in an empty directory).
+    const parent = await mkdtemp(join(tmpdir(), "platform-new-store-"));
+    const dir = join(parent, "pglite");
+    try {
+      const first = await openDatabase({ pgliteDir: dir });
+      first.describeHolder({ port: 4321 });
+      expect(JSON.parse(await readFile(join(dir, LOCK_FILE), "utf8"))).toMatchObject({ pid: process.pid, port: 4321 });
+      await expect(openDatabase({ pgliteDir: dir })).rejects.toThrow(/in use by process \d+ \(serving on port 4321\)/);
+      await first.close();
+      const again = await openDatabase({ pgliteDir: dir });
+      await again.ping();
+      await again.close();
+    } finally {
+      await rm(parent, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

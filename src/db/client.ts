@@ -118,6 +118,8 @@ export async function openDatabase(opts: DatabaseOptions): Promise<DatabaseHandl
     const migrator = drizzlePglite(client, { schema });
     await migratePglite(migrator, { migrationsFolder });
     builtInRoles = await syncBuiltInRoles(migrator);
+    // The store is open: now the holder's name may go into its directory (directory-lock.ts).
+    lock?.describe({});
   } catch (e) {
     await lock?.release();
     throw e;

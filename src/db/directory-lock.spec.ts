@@ -2,18 +2,21 @@ import { execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { realpathSync } from "node:fs";
 import net from "node:net";
-import { mkdir, mkdtemp, rm, symlink, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readdir, rm, symlink, writeFile } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { DirectoryInUseError, LOCK_FILE, fileLockForTests, lockDirectory, type DirectoryLock } from "./directory-lock.js";
+import { DirectoryInUseError, LOCK_FILE, fallbackLockPath, fileLockForTests, lockDirectory, type DirectoryLock } from "./directory-lock.js";
 
 const held: DirectoryLock[] = [];
 const dirs: string[] = [];
 afterEach(async () => {
   for (const lock of held.splice(0)) await lock.release();
-  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+  for (const dir of dirs.splice(0)) {
+    // The lock file without flock, and its takeover file, are beside the directory.
+    for (const path of [dir, fallbackLockPath(dir), `${fallbackLockPath(dir)}.takeover`]) await rm(path, { recursive: true, force: true });
+  }
 });
 
 async function newDir(): Promise<string> {
@@ -89,6 +92,15 @@ describe("lockDirectory", () => {
     expect(second.holder).toEqual({ pid: process.pid, host: hostname(), port: 4242 });
     expect(second.message).toContain(`process ${process.pid} (serving on port 4242)`);
     expect(second.message).toContain(dir);
+  });
+
+  it("leaves a new directory empty until the holder describes itself: PGlite makes its cluster only in an empty one", async () => {
+    const dir = await newDir();
+    const lock = await lockDirectory(dir);
+    held.push(lock);
+    expect(await readdir(dir)).toEqual([]);
+    lock.describe({});
+    expect(await readdir(dir)).toEqual([LOCK_FILE]);
   });
 
   it("is the same lock through a symbolic link to the directory", async () => {
@@ -173,13 +185,13 @@ describe("the lock file where there is no flock program", () => {
     await first.release();
 
     // A pid no process has (beyond pid_max).
-    await writeFile(join(dir, LOCK_FILE), JSON.stringify({ pid: 2 ** 30 }));
+    await writeFile(fallbackLockPath(dir), JSON.stringify({ pid: 2 ** 30 }));
     held.push(fileLockForTests(dir));
   });
 
   it("lets only one of two starters that both find a stale lock file take it, whichever order their steps run in", async () => {
     const dir = await newDir();
-    await writeFile(join(dir, LOCK_FILE), JSON.stringify({ pid: 2 ** 30 }));
+    await writeFile(fallbackLockPath(dir), JSON.stringify({ pid: 2 ** 30 }));
     let second: DirectoryLock | undefined;
     // The second starter runs from start to end after the first has found the file stale and
     // before it takes it over.
@@ -198,8 +210,8 @@ describe("the lock file where there is no flock program", () => {
 
   it("refuses clearly when a takeover was left half done by a process that is gone", async () => {
     const dir = await newDir();
-    await writeFile(join(dir, LOCK_FILE), JSON.stringify({ pid: 2 ** 30 }));
-    await writeFile(join(dir, "platform.lock.takeover"), JSON.stringify({ pid: 2 ** 30 }));
-    expect(() => fileLockForTests(dir)).toThrow(/platform\.lock\.takeover was left by a process that ended .*remove it by hand/);
+    await writeFile(fallbackLockPath(dir), JSON.stringify({ pid: 2 ** 30 }));
+    await writeFile(`${fallbackLockPath(dir)}.takeover`, JSON.stringify({ pid: 2 ** 30 }));
+    expect(() => fileLockForTests(dir)).toThrow(/\.lock\.takeover was left by a process that ended .*remove it by hand/);
   });
 });

@@ -36,10 +36,14 @@ export class DirectoryInUseError extends Error {
   }
 }
 
-/** The lock file, inside the data directory; it holds the holder's pid, host and port. */
+/**
+ * The holder's name (pid, host and port), inside the data directory: written once the store is
+ * open (DirectoryLock.describe), never before, since PGlite creates its cluster only in an empty
+ * directory.
+ */
 export const LOCK_FILE = "platform.lock";
-/** Held while a process takes over a stale lock file (platforms without flock(1) only). */
-const TAKEOVER_FILE = "platform.lock.takeover";
+/** Without flock(1): the lock file itself, beside the directory (not in it, for the same reason). */
+export const fallbackLockPath = (dir: string): string => `${dir}.lock`;
 /** How long a refused process waits for a holder that has just taken the lock to write its name. */
 const READ_TRIES = 5;
 const READ_PAUSE_MS = 40;
@@ -52,14 +56,14 @@ const BUSY_PAUSE_MS = 250;
  * (docs/design.md, "Storage"). PGlite opens a directory without locking it, and two processes
  * on one directory each see only their own writes and lose one another's at the next start.
  *
- * The lock is flock(2) on `platform.lock` inside the directory, so it holds for every process
- * that reaches the same file, whatever its path, network or mount namespace (two containers
- * mounting one volume). Node has no flock, so a child `flock -x -n platform.lock` takes it and
- * holds it while it reads a pipe from this process: when this process ends however it ends
- * (SIGKILL, a crash) the pipe closes, the child ends, and the kernel frees the lock. The holder
- * writes its pid, host and port into the file for a refused process to name it.
+ * The lock is flock(2) on the directory itself, so it holds for every process that reaches the
+ * same directory, whatever its path, network or mount namespace (two containers mounting one
+ * volume). Node has no flock, so a child `flock -x -n <dir>` takes it and holds it while it reads
+ * a pipe from this process: when this process ends however it ends (SIGKILL, a crash) the pipe
+ * closes, the child ends, and the kernel frees the lock. Once the store is open the holder writes
+ * its pid, host and port into `platform.lock` in the directory for a refused process to name it.
  *
- * Without a flock program (macOS), the file is created exclusively instead; one whose process is
+ * Without a flock program (macOS), a file beside the directory is created exclusively instead; one whose process is
  * gone is taken over under a second exclusive file, so two starters cannot both take it. A pid
  * reused since by another process, or a holder in another pid namespace, keeps it: remove the
  * file by hand then.
@@ -72,14 +76,12 @@ export async function lockDirectory(dir: string): Promise<DirectoryLock> {
 /** The lock held by a flock(1) child; undefined when there is no flock program. */
 async function flockLock(dir: string): Promise<DirectoryLock | undefined> {
   const path = join(dir, LOCK_FILE);
-  // Made here so that it is not left readable by everyone by flock's umask-based mode.
-  closeSync(openSync(path, "a", 0o600));
-  let attempt = await tryFlock(path);
+  let attempt = await tryFlock(dir);
   // A holder killed a moment ago frees the lock once its flock child has seen the pipe close:
   // a server restarted at once after a crash waits for that rather than being refused.
   for (let i = 1; attempt.outcome === "busy" && i < BUSY_TRIES; i++) {
     await new Promise((resolve) => setTimeout(resolve, BUSY_PAUSE_MS));
-    attempt = await tryFlock(path);
+    attempt = await tryFlock(dir);
   }
   const { child, outcome } = attempt;
   if (outcome === "missing") return undefined;
@@ -96,9 +98,7 @@ async function flockLock(dir: string): Promise<DirectoryLock | undefined> {
   const exited =
     child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const info: LockHolder = { pid: process.pid, host: hostname() };
-  // Rewritten in place, never renamed over: the lock belongs to this file's inode.
-  const write = () => writeFileSync(path, JSON.stringify(info));
-  write();
+  const write = () => writeFileSync(path, JSON.stringify(info), { mode: 0o600 });
   return {
     describe: (more) => {
       Object.assign(info, more);
@@ -160,7 +160,7 @@ function readHolderNow(path: string): LockHolder | undefined {
 }
 
 function fileLock(dir: string, afterStale: () => void = () => {}): DirectoryLock {
-  const path = join(dir, LOCK_FILE);
+  const path = fallbackLockPath(dir);
   const info: LockHolder = { pid: process.pid, host: hostname() };
   const create = (target: string, flags: string) => {
     const fd = openSync(target, flags, 0o600);
@@ -186,7 +186,7 @@ function fileLock(dir: string, afterStale: () => void = () => {}): DirectoryLock
     // Left by a process that is gone. Removing it and creating ours is two steps, so a takeover
     // runs under a second exclusive file: two starters cannot both remove a file and both create
     // one, and the one that gets it looks again, since another may have taken over just before.
-    const takeover = join(dir, TAKEOVER_FILE);
+    const takeover = `${path}.takeover`;
     if (!exclusive(takeover)) {
       const taker = readHolderNow(takeover);
       if (taker && running(taker.pid)) throw new DirectoryInUseError(dir, taker);
