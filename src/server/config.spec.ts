@@ -282,3 +282,39 @@ describe("PLATFORM_SHUTDOWN_TIMEOUT", () => {
     expect(drainMs(2000)).toBe(1600);
   });
 });
+
+describe("the registry's settings", () => {
+  it("default to 127.0.0.1:5000, storage and files under the data directory, a 90-day key rotation", () => {
+    const r = loadConfig({ PLATFORM_DATA_DIR: "/srv/platform" }).registry;
+    expect(r).toEqual({
+      addr: "127.0.0.1:5000",
+      storageDir: "/srv/platform/registry/storage",
+      configDir: "/srv/platform/registry",
+      notificationsUrl: undefined,
+      keyRotationMs: 90 * 86_400_000,
+      tokensPerAddress: 600,
+    });
+  });
+
+  it("can be set", () => {
+    const r = loadConfig({
+      PLATFORM_REGISTRY_ADDR: "[::1]:5001",
+      PLATFORM_REGISTRY_STORAGE: "/var/lib/registry",
+      PLATFORM_REGISTRY_NOTIFY_URL: "http://platform.internal:8080/registry/notifications",
+      PLATFORM_REGISTRY_KEY_ROTATION: "30d",
+      PLATFORM_REGISTRY_TOKENS_PER_ADDRESS: "0",
+    }).registry;
+    expect(r).toMatchObject({ addr: "[::1]:5001", storageDir: "/var/lib/registry", keyRotationMs: 30 * 86_400_000, tokensPerAddress: 0 });
+    expect(r.notificationsUrl).toBe("http://platform.internal:8080/registry/notifications");
+    expect(loadConfig({ PLATFORM_REGISTRY_ADDR: ":5000" }).registry.addr).toBe(":5000");
+  });
+
+  it("refuses an address that is not host:port, a rotation under a minute or over three years, a URL that is not http(s)", () => {
+    for (const addr of ["5000", "localhost", "host:99999", "a b:5000", "x:5000\u0000", "http://x:5000"]) {
+      expect(() => loadConfig({ PLATFORM_REGISTRY_ADDR: addr }), addr).toThrow(ConfigError);
+    }
+    for (const raw of ["30s", "1096d", "soon"]) expect(() => loadConfig({ PLATFORM_REGISTRY_KEY_ROTATION: raw }), raw).toThrow(ConfigError);
+    expect(() => loadConfig({ PLATFORM_REGISTRY_NOTIFY_URL: "ftp://x/y" })).toThrow(ConfigError);
+    expect(() => loadConfig({ PLATFORM_REGISTRY_TOKENS_PER_ADDRESS: "-1" })).toThrow(ConfigError);
+  });
+});

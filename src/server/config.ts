@@ -85,6 +85,44 @@ export interface Config {
   };
   /** Outbound budgets and the token exchange's rate limits (docs/security.md, "Outbound budgets"). */
   outbound: OutboundConfig;
+  /** The image registry this server issues tokens for and whose configuration it writes (README: Running the registry). */
+  registry: RegistryConfig;
+}
+
+export interface RegistryConfig {
+  /** PLATFORM_REGISTRY_ADDR: `host:port` the registry listens on (its `http.addr`). */
+  addr: string;
+  /** PLATFORM_REGISTRY_STORAGE: the registry's filesystem storage. Default `<data dir>/registry/storage`. */
+  storageDir: string;
+  /** Where the registry's `config.yml` and `rootcerts.pem` are written: `<data dir>/registry`. */
+  configDir: string;
+  /** PLATFORM_REGISTRY_NOTIFY_URL: where the registry reaches this server. Default `<auth URL>/registry/notifications`. */
+  notificationsUrl: string | undefined;
+  /** PLATFORM_REGISTRY_KEY_ROTATION: how long the registry signing key signs before the next takes over. */
+  keyRotationMs: number;
+  /** PLATFORM_REGISTRY_TOKENS_PER_ADDRESS: registry token requests per minute from one client address; 0: no limit. */
+  tokensPerAddress: number;
+}
+
+/** 90 days: the registry reads its certificates only at start, so it must be restarted once in each period. */
+export const DEFAULT_REGISTRY_KEY_ROTATION_MS = 90 * 24 * 60 * 60 * 1000;
+
+function parseRegistry(env: NodeJS.ProcessEnv, dataDir: string): RegistryConfig {
+  const addr = env["PLATFORM_REGISTRY_ADDR"] || "127.0.0.1:5000";
+  // host:port or [v6]:port; the host may be empty (every interface), as Go's listeners take it.
+  if (!/^(?:[A-Za-z0-9.-]*|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}$/.test(addr) || Number(addr.slice(addr.lastIndexOf(":") + 1)) > 65535) {
+    throw new ConfigError(`PLATFORM_REGISTRY_ADDR must be host:port, not "${addr}"`);
+  }
+  const rotation = parseDuration("PLATFORM_REGISTRY_KEY_ROTATION", env["PLATFORM_REGISTRY_KEY_ROTATION"], DEFAULT_REGISTRY_KEY_ROTATION_MS, 60_000);
+  if (rotation > 3 * 365 * DURATION_UNITS["d"]!) throw new ConfigError("PLATFORM_REGISTRY_KEY_ROTATION must be at most 1095d");
+  return {
+    addr,
+    storageDir: resolve(env["PLATFORM_REGISTRY_STORAGE"] || resolve(dataDir, "registry", "storage")),
+    configDir: resolve(dataDir, "registry"),
+    notificationsUrl: parseUrl("PLATFORM_REGISTRY_NOTIFY_URL", env["PLATFORM_REGISTRY_NOTIFY_URL"]),
+    keyRotationMs: rotation,
+    tokensPerAddress: parseInteger("PLATFORM_REGISTRY_TOKENS_PER_ADDRESS", env["PLATFORM_REGISTRY_TOKENS_PER_ADDRESS"], 600, 1_000_000),
+  };
 }
 
 export interface OutboundConfig {
@@ -341,11 +379,12 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   const baseUrl = parseUrl("PLATFORM_BASE_URL", env["PLATFORM_BASE_URL"]);
   const authUrl = parseUrl("PLATFORM_AUTH_URL", env["PLATFORM_AUTH_URL"]);
   const devLogin = parseBool("PLATFORM_DEV_LOGIN", env["PLATFORM_DEV_LOGIN"], devLoginDefault({ oidc, host, baseUrl, authUrl }));
+  const dataDir = resolve(env["PLATFORM_DATA_DIR"] || "./.data");
   return {
     port: parseInteger("PORT", env["PORT"], 8080, 65535),
     host,
     databaseUrl,
-    dataDir: resolve(env["PLATFORM_DATA_DIR"] || "./.data"),
+    dataDir,
     masterKey: parseMasterKey(env["PLATFORM_MASTER_KEY"]),
     baseUrl,
     authUrl,
@@ -379,6 +418,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       },
     },
     outbound: parseOutbound(env),
+    registry: parseRegistry(env, dataDir),
   };
 }
 
