@@ -270,6 +270,29 @@ describe("RegistryKeys", () => {
     expect(await stored()).toBe(raw);
   });
 
+  it("re-reads the set within a minute, so a replica finds a set another one made after the setting was deleted", async () => {
+    const a = keysFor(DAY);
+    const old = await a.current();
+    await handle.db.delete(schema.settings).where(eq(schema.settings.key, REGISTRY_SIGNING_KEYS_SETTING));
+    const made = await keysFor(DAY).current();
+    now += 59_999;
+    expect((await a.current()).kid).toBe(old.kid);
+    now += 1;
+    expect((await a.current()).kid).toBe(made.kid);
+  });
+
+  it("keeps the retired key for the token lifetime it is given, plus the clock skew", async () => {
+    const ttl = 60_000;
+    const keys = new RegistryKeys({ db: handle.db, secrets, clock, rotateAfterMs: DAY, tokenTtlMs: ttl });
+    const first = await keys.current();
+    now += DAY;
+    await keys.current();
+    now += ttl + REGISTRY_CLOCK_SKEW_MS - 1;
+    expect((await keys.rotation()).previousKid).toBe(first.kid);
+    now += 1;
+    expect((await keys.rotation()).previousKid).toBeUndefined();
+  });
+
   it("rotates late (no replica asked when due) to the next key while its certificate lasts a whole period", async () => {
     const keys = keysFor(DAY);
     const before = await keys.bundle();

@@ -91,7 +91,6 @@ interface StoredSet {
 }
 
 interface Loaded {
-  raw: string;
   set: StoredSet;
   loadedAt: number;
 }
@@ -182,12 +181,12 @@ export class RegistryKeys implements RegistrySigner {
         const raw = this.secrets.seal(JSON.stringify(set), context);
         // Two replicas starting together: one insert wins, the other reads it on the next pass.
         const inserted = await this.db.insert(t).values({ key: REGISTRY_SIGNING_KEYS_SETTING, value: raw }).onConflictDoNothing().returning({ key: t.key });
-        if (inserted.length > 0) return this.keep({ raw, set, loadedAt: now });
+        if (inserted.length > 0) return this.keep({ set, loadedAt: now });
         continue;
       }
       const set = this.parse(row.value, context);
       const advanced = await this.advance(set, now);
-      if (advanced === set) return this.keep({ raw: row.value, set, loadedAt: now });
+      if (advanced === set) return this.keep({ set, loadedAt: now });
       const raw = this.secrets.seal(JSON.stringify(advanced), context);
       // Compare-and-set: a replica that changed the set since our read wins, and we read its set.
       const updated = await this.db
@@ -195,7 +194,7 @@ export class RegistryKeys implements RegistrySigner {
         .set({ value: raw })
         .where(and(eq(t.key, REGISTRY_SIGNING_KEYS_SETTING), eq(t.value, row.value)))
         .returning({ key: t.key });
-      if (updated.length > 0) return this.keep({ raw, set: advanced, loadedAt: now });
+      if (updated.length > 0) return this.keep({ set: advanced, loadedAt: now });
     }
     throw new Error(`the setting ${REGISTRY_SIGNING_KEYS_SETTING} changed under every one of ${MAX_WRITE_ATTEMPTS} attempts to update it`);
   }
