@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { PassThrough, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { credentialHelperOnPath, CREDENTIAL_HELPER_LAUNCHER } from "../../test/support/credential-helper.js";
 import { ConfigStore, type TokenEntry } from "./config-store.js";
 import {
   DEFAULT_USERNAME,
@@ -265,6 +266,24 @@ describe("bin/docker-credential-platform.js", () => {
     const [found, missing] = await Promise.all([spawnHelper(["get"], env, "localhost:5000\n"), spawnHelper(["get"], env, "localhost:5001\n")]);
     expect(found).toEqual({ code: 0, stdout: `{"ServerURL":"localhost:5000","Username":"0a1b2c3d","Secret":"${token}"}\n`, stderr: "" });
     expect(missing).toEqual({ code: 1, stdout: `${NOT_FOUND_MESSAGE}\n`, stderr: "" });
+  });
+
+  it("runs from PATH by its name through the tests' wrapper (test/support/credential-helper.ts), as skopeo runs it", async () => {
+    expect(CREDENTIAL_HELPER_LAUNCHER).toBe(LAUNCHER);
+    const token = jwt({ sub: "0a1b2c3d" });
+    const { env } = await setup({ "localhost:5000": API }, { [API]: { token, expiry: inAnHour(), kind: "browser" } });
+    const path = await credentialHelperOnPath(join(dir, "path with 'quotes'"), "/usr/bin:/bin");
+    expect(path).toBe(`${join(dir, "path with 'quotes'")}:/usr/bin:/bin`);
+    const child = spawn("sh", ["-c", "printf localhost:5000 | docker-credential-platform get"], {
+      env: { PATH: path, TMPDIR: process.env["TMPDIR"], ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise((resolve) => child.on("close", resolve));
+    expect({ code, stdout, stderr }).toEqual({ code: 0, stdout: `{"ServerURL":"localhost:5000","Username":"0a1b2c3d","Secret":"${token}"}\n`, stderr: "" });
   });
 
   it("is a bin of the package", async () => {
