@@ -2,6 +2,7 @@ import { chmod, mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { CliError, EXIT } from "./errors.js";
+import { registryHostProblem } from "./registry-host.js";
 
 /** Where a workload's OIDC token comes from, so `auth token` can exchange it again. */
 export type IdentityTokenSource = { file: string } | { literal: string };
@@ -21,6 +22,11 @@ export interface TokenEntry {
 interface ConfigFile {
   /** The API URL used when neither --api nor PLATFORM_API is given. */
   current?: string;
+  /**
+   * Registry host (`host[:port]`, lower case) → the API URL whose login the docker credential
+   * helper hands out for it (`platformctl auth configure-docker`).
+   */
+  registries?: Record<string, string>;
 }
 
 type TokensFile = Record<string, TokenEntry>;
@@ -55,6 +61,34 @@ export class ConfigStore {
     const config = await this.read<ConfigFile>(this.configFile);
     if (config.current === api) return;
     await this.write(this.configFile, { ...config, current: api });
+  }
+
+  /**
+   * The registries recorded by configure-docker: host → API URL. Entries of a hand-edited file
+   * that are not a valid host and a string are left out (a "__proto__" key among them).
+   */
+  async registries(): Promise<Record<string, string>> {
+    const recorded = (await this.read<ConfigFile>(this.configFile)).registries;
+    if (typeof recorded !== "object" || recorded === null || Array.isArray(recorded)) return {};
+    return Object.fromEntries(
+      Object.entries(recorded).filter((e): e is [string, string] => typeof e[1] === "string" && registryHostProblem(e[0]) === undefined),
+    );
+  }
+
+  /** The API URL recorded for registry `host`, if any. */
+  async registryApi(host: string): Promise<string | undefined> {
+    const registries = await this.registries();
+    return Object.hasOwn(registries, host) ? registries[host] : undefined;
+  }
+
+  /** Records that registry `host` belongs to `api`; answers the API it belonged to before, if another. */
+  async setRegistry(host: string, api: string): Promise<string | undefined> {
+    const config = await this.read<ConfigFile>(this.configFile);
+    const registries = await this.registries();
+    const before = Object.hasOwn(registries, host) ? registries[host] : undefined;
+    if (before === api) return undefined;
+    await this.write(this.configFile, { ...config, registries: { ...registries, [host]: api } });
+    return before;
   }
 
   async token(api: string): Promise<TokenEntry | undefined> {

@@ -9,6 +9,7 @@ import { CliError, EXIT } from "../errors.js";
 import { loginUrl, startLoopbackLogin, type LoopbackLogin } from "../loopback-login.js";
 import { openBrowser } from "../open-browser.js";
 import { identityTokenSource } from "../token-exchange.js";
+import { registerConfigureDocker } from "./configure-docker.js";
 
 interface LoginOptions {
   headless?: boolean;
@@ -146,4 +147,6 @@ export function registerAuth(program: Command, io: CliIo): void {
       const removed = await ctx.store.removeToken(ctx.api);
       ctx.print(removed ? `logged out of ${ctx.api}` : `not logged in to ${ctx.api}`);
     });
+
+  registerConfigureDocker(auth, io);
 }
