@@ -309,11 +309,11 @@ describe("the registry's settings", () => {
     expect(loadConfig({ PLATFORM_REGISTRY_ADDR: ":5000" }).registry.addr).toBe(":5000");
   });
 
-  it("refuses an address that is not host:port, a rotation under a minute or over three years, a URL that is not http(s)", () => {
+  it("refuses an address that is not host:port, a rotation under an hour or over five years, a URL that is not http(s)", () => {
     for (const addr of ["5000", "localhost", "host:99999", "a b:5000", "x:5000\u0000", "http://x:5000"]) {
       expect(() => loadConfig({ PLATFORM_REGISTRY_ADDR: addr }), addr).toThrow(ConfigError);
     }
-    for (const raw of ["30s", "1096d", "soon"]) expect(() => loadConfig({ PLATFORM_REGISTRY_KEY_ROTATION: raw }), raw).toThrow(ConfigError);
+    for (const raw of ["30s", "59m", "1826d", "soon"]) expect(() => loadConfig({ PLATFORM_REGISTRY_KEY_ROTATION: raw }), raw).toThrow(ConfigError);
     expect(() => loadConfig({ PLATFORM_REGISTRY_NOTIFY_URL: "ftp://x/y" })).toThrow(ConfigError);
     expect(() => loadConfig({ PLATFORM_REGISTRY_TOKENS_PER_ADDRESS: "-1" })).toThrow(ConfigError);
   });

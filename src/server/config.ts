@@ -2,6 +2,7 @@ import { resolve } from "node:path";
 import type { OrgCreationPolicy } from "../authz/authorizer.js";
 import { PlatformAdmins } from "../auth/login/platform-admins.js";
 import { decodeMasterKey } from "../crypto/index.js";
+import { DEFAULT_REGISTRY_ROTATE_AFTER_MS, MAX_REGISTRY_ROTATE_AFTER_MS, MIN_REGISTRY_ROTATE_AFTER_MS } from "../registry/registry-keys.js";
 import { DEFAULT_EVENT_STREAM_LIMITS as STREAMS, type EventStreamLimits } from "../services/events/streams.js";
 
 /** Everything the server reads from its environment (README: Configuration). */
@@ -104,8 +105,6 @@ export interface RegistryConfig {
   tokensPerAddress: number;
 }
 
-/** 90 days: the registry reads its certificates only at start, so it must be restarted once in each period. */
-export const DEFAULT_REGISTRY_KEY_ROTATION_MS = 90 * 24 * 60 * 60 * 1000;
 
 function parseRegistry(env: NodeJS.ProcessEnv, dataDir: string): RegistryConfig {
   const addr = env["PLATFORM_REGISTRY_ADDR"] || "127.0.0.1:5000";
@@ -113,8 +112,9 @@ function parseRegistry(env: NodeJS.ProcessEnv, dataDir: string): RegistryConfig 
   if (!/^(?:[A-Za-z0-9.-]*|\[[0-9A-Fa-f:.]+\]):[0-9]{1,5}$/.test(addr) || Number(addr.slice(addr.lastIndexOf(":") + 1)) > 65535) {
     throw new ConfigError(`PLATFORM_REGISTRY_ADDR must be host:port, not "${addr}"`);
   }
-  const rotation = parseDuration("PLATFORM_REGISTRY_KEY_ROTATION", env["PLATFORM_REGISTRY_KEY_ROTATION"], DEFAULT_REGISTRY_KEY_ROTATION_MS, 60_000);
-  if (rotation > 3 * 365 * DURATION_UNITS["d"]!) throw new ConfigError("PLATFORM_REGISTRY_KEY_ROTATION must be at most 1095d");
+  // 90 days by default: the registry reads its certificates only at start, so it must be restarted once in each period.
+  const rotation = parseDuration("PLATFORM_REGISTRY_KEY_ROTATION", env["PLATFORM_REGISTRY_KEY_ROTATION"], DEFAULT_REGISTRY_ROTATE_AFTER_MS, MIN_REGISTRY_ROTATE_AFTER_MS);
+  if (rotation > MAX_REGISTRY_ROTATE_AFTER_MS) throw new ConfigError("PLATFORM_REGISTRY_KEY_ROTATION must be at most 1825d");
   return {
     addr,
     storageDir: resolve(env["PLATFORM_REGISTRY_STORAGE"] || resolve(dataDir, "registry", "storage")),
