@@ -26,6 +26,7 @@ import { rpcHandler } from "./rpc-handler.js";
 import { plainRoutes } from "./plain-routes.js";
 import { apiDocRoutes } from "./api-docs.js";
 import { corsHandler } from "./cors.js";
+import { loadRegistryNotificationSecret, RegistryFiles, RegistryKeys, type RegistryConfigFiles } from "../registry/index.js";
 
 /** Requests and messages over 1 MiB are refused on every protocol. */
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
@@ -54,6 +55,8 @@ export interface App {
   /** The bootstrap admin token minted at start (when bootstrap is on). */
   adminToken: MintedToken | undefined;
   adminTokenPath: string | undefined;
+  /** The image registry's configuration and certificate bundle, as written at start (README: Running the registry). */
+  registry: { files: RegistryConfigFiles; keys: RegistryKeys };
   /** This replica's live event watchers (tests wait for a watch to be listening). */
   eventHub: EventHub;
   /** Sends this replica's share of webhook deliveries. */
@@ -110,6 +113,28 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   const sealed = { signingKeys: await keys.sealPlaintextKeys(), clientSecrets: await sealPlaintextClientSecrets(database.db, secrets) };
   if (sealed.signingKeys || sealed.clientSecrets) log.info(sealed, "sealed secrets that were stored in plain text");
   const tokens = new TokenService(keys, urls.authUrl, clock);
+  // The image registry's own signing keys and the configuration it runs with (README: Running the registry).
+  const registryKeys = new RegistryKeys({ db: database.db, secrets, clock, rotateAfterMs: config.registry.keyRotationMs });
+  const registryRoutes = `${urls.authUrl}/registry`;
+  const registryFiles = new RegistryFiles({
+    db: database.db,
+    secrets,
+    keys: registryKeys,
+    config: {
+      dir: config.registry.configDir,
+      addr: config.registry.addr,
+      storageDir: config.registry.storageDir,
+      realm: `${registryRoutes}/token`,
+      service: urls.registryAudience,
+      issuer: urls.authUrl,
+      notificationsUrl: config.registry.notificationsUrl ?? `${registryRoutes}/notifications`,
+    },
+    notificationsSecret: () => loadRegistryNotificationSecret(database.db, secrets),
+    onWritten: (files, rotation) => log.info({ ...files, ...rotation }, "registry configuration written: run docker-registry serve with it, and restart the registry before the rotation"),
+    onError: (e) => log.error({ err: e }, "rewriting the registry's certificate bundle failed; retrying in an hour"),
+  });
+  await registryFiles.write();
+  registryFiles.start();
   const descriptors = API_SERVICES.map((s) => s.service);
   // One JSON shape for a message, whichever JSON protocol carries it (REST, Connect) and in events' data.
   const jsonRenderer = createJsonRenderer(descriptors);
@@ -356,6 +381,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     secrets,
     adminToken,
     adminTokenPath,
+    registry: { files: registryFiles.files!, keys: registryKeys },
     eventHub,
     dispatcher,
     async close() {
@@ -367,6 +393,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       const graceMs = drainMs(config.shutdownTimeoutMs);
       const dispatching = dispatcher.stop(graceMs);
       await adminTokenRenewal?.stop();
+      registryFiles.stop();
       const drained = await listener.close(graceMs);
       await dispatching;
       // Their kept connections (to receivers, issuers) close once nothing can send any more.
