@@ -16,8 +16,9 @@ import { TOKEN_EXCHANGED_EVENT } from "../auth/token-exchange.js";
 import { Grants } from "../authz/index.js";
 import { newChildUid, schema } from "../db/index.js";
 import { Egress } from "../egress/index.js";
+import { Metrics } from "../server/metrics.js";
 import { registryPathOf } from "./paths.js";
-import { MAX_SCOPES, registryTokenRealm, registryTokenRoute, type RegistryAccess, type RegistrySigner, type RegistryTokenDeps } from "./token-endpoint.js";
+import { MAX_SCOPES, registryTokenRealm, registryTokenRoute, type RegistryAccess, type RegistrySigner, type RegistryTokenDeps, type RegistryTokenOutcome } from "./token-endpoint.js";
 
 x509.cryptoProvider.set(globalThis.crypto);
 
@@ -28,6 +29,9 @@ let signer: RegistrySigner & { publicKey: CryptoKey };
 let endpoint: { url: string; close: () => Promise<void> };
 let limited: { url: string; close: () => Promise<void> };
 const refusals: string[] = [];
+/** Outcomes reported by the main route and by the rate-limited one. */
+const outcomes: RegistryTokenOutcome[] = [];
+const limitedOutcomes: RegistryTokenOutcome[] = [];
 
 /** A registry signing key with a self-signed certificate, as the registry's bundle would hold it. */
 async function testSigner(): Promise<RegistrySigner & { publicKey: CryptoKey }> {
@@ -44,7 +48,7 @@ async function testSigner(): Promise<RegistrySigner & { publicKey: CryptoKey }> 
   return { publicKey: keys.publicKey, current: async () => ({ kid: "registry-test-key", sign: keys.privateKey, x5c }) };
 }
 
-function routeDeps(limit: PerMinuteLimit): RegistryTokenDeps {
+function routeDeps(limit: PerMinuteLimit, reported: RegistryTokenOutcome[]): RegistryTokenDeps {
   const app = server.app;
   const egress = new Egress({ allowInsecure: true });
   const audiences = [app.urls.baseUrl, app.urls.registryAudience];
@@ -76,6 +80,7 @@ function routeDeps(limit: PerMinuteLimit): RegistryTokenDeps {
     onInternalError: (cause) => {
       throw cause;
     },
+    onOutcome: (outcome) => reported.push(outcome),
   };
 }
 
@@ -105,8 +110,8 @@ beforeAll(async () => {
   ({ server, call: admin } = await sharedServerAsAdmin());
   provider = await startOidcProvider(["workload-a", "workload-b"]);
   signer = await testSigner();
-  endpoint = await serve(routeDeps(new PerMinuteLimit(0, "too many registry token requests from this address")));
-  limited = await serve(routeDeps(new PerMinuteLimit(2, "too many registry token requests from this address")));
+  endpoint = await serve(routeDeps(new PerMinuteLimit(0, "too many registry token requests from this address"), outcomes));
+  limited = await serve(routeDeps(new PerMinuteLimit(2, "too many registry token requests from this address"), limitedOutcomes));
 });
 afterAll(async () => {
   await endpoint?.close();
@@ -272,7 +277,7 @@ describe("registry token endpoint: credentials", () => {
     expectRefused(await getToken(basic("0123456789abcdef", "garbage")));
   });
 
-  it("refuses a registry token (signed with the registry key) used as the password", async () => {
+  it("refuses a registry token (signed with the registry key), a forged token or a foreign-audience one as the password", async () => {
     const org = await newOrg();
     const person = await member(org, "registry.push");
     const issued = await getToken(basic("docker-user", person.token), `repository:${registryPathOf(org, "app")}:pull`);
@@ -291,6 +296,9 @@ describe("registry token endpoint: credentials", () => {
       .setExpirationTime(now + 60)
       .sign(key.sign);
     expectRefused(await getToken(basic("docker-user", forged)));
+    // A platform token for an audience that is neither the API's nor the registry's.
+    const foreign = (await server.app.tokens.mint(person.uid, "https://elsewhere.example")).token;
+    expectRefused(await getToken(basic("docker-user", foreign)));
   });
 
   it("refuses the still-valid token of a deleted identity", async () => {
@@ -543,5 +551,24 @@ describe("registry token endpoint: rate limit", () => {
     const res = await get([["service", service()]], undefined, url);
     expectError(res, 429, "TOOMANYREQUESTS", /^Resource exhausted: too many registry token requests from this address: at most 2 per 60 s; retry in \d+ s$/);
     expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(limitedOutcomes).toEqual(["invalid", "invalid", "limited"]);
+  });
+});
+
+describe("registry token endpoint: outcomes", () => {
+  it("reports each request's outcome once, and the metric counts them", async () => {
+    const org = await newOrg();
+    const person = await member(org, "registry.pull");
+    const before = outcomes.length;
+    expect((await getToken(basic("u", person.token))).status).toBe(200);
+    expect((await getToken(basic("u", "garbage"))).status).toBe(401);
+    expect((await getToken(undefined)).status).toBe(401);
+    expect((await get([["service", "nope"]])).status).toBe(400);
+    expect(outcomes.slice(before)).toEqual(["issued", "refused", "refused", "invalid"]);
+    const metrics = new Metrics();
+    for (const outcome of ["issued", "issued", "limited"] as const) metrics.registryToken(outcome);
+    const text = await metrics.registry.metrics();
+    expect(text).toMatch(/^platform_registry_tokens_total\{outcome="issued"\} 2$/m);
+    expect(text).toMatch(/^platform_registry_tokens_total\{outcome="limited"\} 1$/m);
   });
 });
