@@ -117,7 +117,6 @@ interface TokenRequest {
   malformed: boolean;
   /** The OIDC path is open to passwords (Basic, grant_type=password), not to refresh tokens. */
   oidc: boolean;
-  form: boolean;
 }
 
 function checkParams(params: URLSearchParams): void {
@@ -144,8 +143,9 @@ function scopesOf(params: URLSearchParams): string[] {
 /** Basic credentials, or undefined when they are absent; a header of another shape is credentials not accepted. */
 function basicCredentials(header: string | undefined): { user: string; secret: string } | undefined | "malformed" {
   if (header === undefined) return undefined;
+  if (header.length > MAX_TOKEN_REQUEST_BYTES) return "malformed";
   const m = /^Basic\s+([A-Za-z0-9+/]+={0,2})\s*$/i.exec(header);
-  if (!m || header.length > MAX_TOKEN_REQUEST_BYTES) return "malformed";
+  if (!m) return "malformed";
   const text = Buffer.from(m[1]!, "base64").toString("utf8");
   const colon = text.indexOf(":");
   if (colon === -1 || CONTROL.test(text)) return "malformed";
@@ -168,7 +168,7 @@ async function readRequest(req: Req, url: URL): Promise<TokenRequest> {
     const form = new URLSearchParams(new TextDecoder().decode(body));
     checkParams(form);
     const grant = form.get("grant_type");
-    const request = { service: form.get("service") ?? "", scopes: scopesOf(form), form: true, malformed: false };
+    const request = { service: form.get("service") ?? "", scopes: scopesOf(form), malformed: false };
     if (grant === "password") {
       const user = form.get("username");
       const password = form.get("password");
@@ -198,7 +198,6 @@ async function readRequest(req: Req, url: URL): Promise<TokenRequest> {
     secret: given?.secret,
     malformed: creds === "malformed",
     oidc: true,
-    form: false,
   };
 }
 
