@@ -6,4 +6,4 @@ export { bootstrapAdminToken, writeAdminToken } from "./bootstrap.js";
 export { OidcIssuers } from "./oidc-issuers.js";
 export { OutboundBudgets, type OutboundLimits } from "./outbound-budgets.js";
 export { ExchangeLimits, PerMinuteLimit } from "./exchange-limits.js";
-export { exchangeToken, type TokenExchangeDeps } from "./token-exchange.js";
+export { exchangeIdentity, exchangeToken, type TokenExchangeDeps } from "./token-exchange.js";

@@ -105,6 +105,16 @@ export function audienceAccepted(identity: Pick<IdentityRow, "claimAudience" | "
  * identity is the same UNAUTHENTICATED, so callers learn nothing from it.
  */
 export async function exchangeToken(deps: TokenExchangeDeps, req: ExchangeRequest): Promise<MintedToken> {
+  return deps.tokens.mint(await exchangeIdentity(deps, req), req.audience);
+}
+
+/**
+ * The exchange without the token: every check, limit and audit event of
+ * exchangeToken, and the uid of the identity the OIDC token was accepted for.
+ * The registry's token endpoint takes OIDC tokens as passwords through it
+ * (docs/design.md, "The registry") and signs its own token.
+ */
+export async function exchangeIdentity(deps: TokenExchangeDeps, req: ExchangeRequest): Promise<string> {
   await deps.limits.fromAddress(req.clientAddress);
   checkText(req.audience, "aud");
   checkText(req.identityUid, "identity");
@@ -145,7 +155,7 @@ function claimedIssuer(token: string | undefined): string | undefined {
 }
 
 /** The exchange after its limits; `cachedKeysOnly`: the identity is over its count of refusals. */
-async function exchangeChecked(deps: TokenExchangeDeps, req: ExchangeRequest, cachedKeysOnly: boolean): Promise<MintedToken> {
+async function exchangeChecked(deps: TokenExchangeDeps, req: ExchangeRequest, cachedKeysOnly: boolean): Promise<string> {
   const reject = (reason: string) => {
     deps.onRejected(reason);
     return unauthenticated("the token was not accepted for this identity");
@@ -198,5 +208,5 @@ async function exchangeChecked(deps: TokenExchangeDeps, req: ExchangeRequest, ca
     await record("accepted", "", tx);
   });
   deps.events.announce();
-  return deps.tokens.mint(identity.uid, req.audience);
+  return identity.uid;
 }

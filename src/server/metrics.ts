@@ -7,7 +7,7 @@ import type { AccessRecord } from "./access-log.js";
  * What `/metrics` shows, in Prometheus' text format (README: Operations):
  * requests by RPC, code and HTTP status with their latency, database
  * queries with theirs and how many are in flight against the pool's size,
- * the grants cache's hits and misses, token exchanges by outcome, open event streams, log lines
+ * the grants cache's hits and misses, token exchanges and registry tokens by outcome, open event streams, log lines
  * dropped, and the process
  * (CPU, memory, event-loop lag, GC). Labels come from closed sets (RPC
  * names, codes), never from request data, so their number stays bounded.
@@ -17,6 +17,7 @@ export class Metrics {
   private readonly requestSeconds: Histogram<"rpc" | "code" | "status">;
   private readonly grantsLookups: Counter<"result">;
   private readonly tokenExchanges: Counter<"outcome">;
+  private readonly registryTokens: Counter<"outcome">;
   private readonly requestSeries = new Map<string, { observe(value: number): void }>();
   private readonly querySeconds: Histogram<"outcome">;
   private readonly queriesInFlight: Gauge;
@@ -57,6 +58,12 @@ export class Metrics {
     this.tokenExchanges = new Counter({
       name: "platform_token_exchanges_total",
       help: "Token exchanges (/sts/exchange) by outcome: issued, refused (401), invalid (400) or limited (429: a rate limit or the organization's outbound budget).",
+      labelNames: ["outcome"],
+      registers: [this.registry],
+    });
+    this.registryTokens = new Counter({
+      name: "platform_registry_tokens_total",
+      help: "Registry token requests (/registry/token) by outcome: issued, refused (401), invalid (400), limited (429) or error (500).",
       labelNames: ["outcome"],
       registers: [this.registry],
     });
@@ -124,5 +131,9 @@ export class Metrics {
 
   tokenExchange(outcome: "issued" | "refused" | "invalid" | "limited"): void {
     this.tokenExchanges.inc({ outcome });
+  }
+
+  registryToken(outcome: "issued" | "refused" | "invalid" | "limited" | "error"): void {
+    this.registryTokens.inc({ outcome });
   }
 }
