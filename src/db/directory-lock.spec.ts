@@ -175,6 +175,27 @@ describe("lockDirectory", () => {
   }, 60_000);
 });
 
+describe("DirectoryLock.release", () => {
+  it("returns in a process that has nothing else to do, which then goes on past it", async () => {
+    const dir = await newDir();
+    const script = join(await newDir(), "release.mjs");
+    await writeFile(
+      script,
+      `import { lockDirectory } from ${JSON.stringify(MODULE)};
+const lock = await lockDirectory(process.argv[2]);
+await lock.release();
+console.log("released");
+`,
+    );
+    const child = spawn(process.execPath, ["--import", "tsx", script, dir], { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once("exit", (c) => resolve(c)));
+    expect({ code, out: out.trim() }).toEqual({ code: 0, out: "released" });
+    held.push(await lockDirectory(dir));
+  }, 60_000);
+});
+
 describe("the lock file where there is no flock program", () => {
   it("refuses a second hold naming the holder, and is taken over once its process is gone", async () => {
     const dir = await newDir();

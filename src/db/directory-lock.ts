@@ -105,6 +105,9 @@ async function flockLock(dir: string): Promise<DirectoryLock | undefined> {
       write();
     },
     release: async () => {
+      // Waited for with the child counted again: unreferenced, a process with nothing else to do
+      // (a test run's global setup closing its template store) ended here, before release returned.
+      child.ref();
       child.stdin.end();
       await exited;
     },

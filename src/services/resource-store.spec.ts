@@ -209,6 +209,22 @@ describe("events recorded with the change (docs/design.md, \"Events\")", () => {
 });
 
 describe("ResourceStore.update", () => {
+  it("runs inside a caller's transaction and goes, with its event, when it rolls back", async () => {
+    const parent = await org();
+    const uid = newChildUid(parent);
+    await store.create(group({ name: "kept", description: "before" }), { uid, parentUid: parent }, creating);
+    const rollback = new Error("roll back");
+    await expect(
+      handle.db.transaction(async (tx) => {
+        await store.update(uid, group({ description: "after" }), mask("description"), updating, undefined, tx);
+        expect((await tx.select().from(schema.groups).where(eq(schema.groups.uid, uid)))[0]?.description).toBe("after");
+        throw rollback;
+      }),
+    ).rejects.toBe(rollback);
+    expect((await stored(uid))?.description).toBe("before");
+    expect((await eventsAbout(uid)).map((e) => e.type)).toEqual(["platform.iam.group.created.v1"]);
+  });
+
   async function child(parent: string, name: string): Promise<string> {
     const uid = newChildUid(parent);
     await store.create(group({ name, description: "before" }), { uid, parentUid: parent }, creating);
@@ -302,6 +318,22 @@ describe("ResourceStore.update", () => {
 });
 
 describe("ResourceStore.delete", () => {
+  it("runs inside a caller's transaction and goes, with its event, when it rolls back", async () => {
+    const parent = await org();
+    const uid = newChildUid(parent);
+    await store.create(group({ name: "kept" }), { uid, parentUid: parent }, creating);
+    const rollback = new Error("roll back");
+    await expect(
+      handle.db.transaction(async (tx) => {
+        await store.delete(uid, deleting, undefined, tx);
+        expect(await tx.select().from(schema.groups).where(eq(schema.groups.uid, uid))).toEqual([]);
+        throw rollback;
+      }),
+    ).rejects.toBe(rollback);
+    expect(await stored(uid)).toBeDefined();
+    expect((await eventsAbout(uid)).map((e) => e.type)).toEqual(["platform.iam.group.created.v1"]);
+  });
+
   it("deletes the row and is NOT_FOUND the second time", async () => {
     const uid = await org();
     await store.delete(uid, deleting);

@@ -122,6 +122,7 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
    * Applies an update (docs/design.md, "Writes") under a row lock: the current message,
    * patched by `patch` and `mask`, validated, written back with `extra`
    * (which also sees the message before the change, for rules about what changed).
+   * Runs in `tx` when given (a change made with others, as create does), else in its own transaction.
    */
   async update(
     uid: string,
@@ -133,37 +134,43 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
       next: MessageShape<Desc>,
       current: MessageShape<Desc>,
     ) => Partial<T["$inferInsert"]> | Promise<Partial<T["$inferInsert"]>> = () => ({}),
+    tx?: Transaction,
   ): Promise<MessageShape<Desc>> {
     const m = this.mapping;
     let next: MessageShape<Desc> | undefined;
+    const change = async (tx: Transaction) => {
+      const current = m.toMessage(await this.row(tx, uid, true));
+      const before = await this.eventMessage(tx, call, current);
+      next = applyUpdate(m.schema, current, patch, mask);
+      m.validate(next);
+      const values = { ...m.toColumns(next), ...this.stamps(false), ...(await extra(tx, next, current)) };
+      const [row] = (await tx.update(m.table).set(values).where(eq(m.uid, uid)).returning()) as T["$inferSelect"][];
+      const updated = m.toMessage(row!);
+      await this.recordChange(tx, call, row!, before, await this.eventMessage(tx, call, updated));
+      return updated;
+    };
     try {
-      return await this.db.transaction(async (tx) => {
-        const current = m.toMessage(await this.row(tx, uid, true));
-        const before = await this.eventMessage(tx, call, current);
-        next = applyUpdate(m.schema, current, patch, mask);
-        m.validate(next);
-        const values = { ...m.toColumns(next), ...this.stamps(false), ...(await extra(tx, next, current)) };
-        const [row] = (await tx.update(m.table).set(values).where(eq(m.uid, uid)).returning()) as T["$inferSelect"][];
-        const updated = m.toMessage(row!);
-        await this.recordChange(tx, call, row!, before, await this.eventMessage(tx, call, updated));
-        return updated;
-      });
+      return await (tx ? change(tx) : this.db.transaction(change));
     } catch (e) {
       throw this.constraintError(e, next ?? patch, {});
     }
   }
 
-  /** Deletes under a row lock; `before` runs in the same transaction (checks, dependent rows). */
-  async delete(uid: string, call: ChangeCall, before: BeforeDelete<T> = async () => {}): Promise<void> {
+  /**
+   * Deletes under a row lock; `before` runs in the same transaction (checks, dependent rows):
+   * `tx` when given, else one of its own.
+   */
+  async delete(uid: string, call: ChangeCall, before: BeforeDelete<T> = async () => {}, tx?: Transaction): Promise<void> {
     const m = this.mapping;
-    await this.db.transaction(async (tx) => {
+    const remove = async (tx: Transaction) => {
       const row = await this.row(tx, requireField(uid, "uid"), true);
       await before(tx, row, { call, events: this.events });
       // Decorated while the row (and what it references) is still there.
       const gone = await this.eventMessage(tx, call, m.toMessage(row));
       await tx.delete(m.table).where(eq(m.uid, uid));
       await this.recordChange(tx, call, row, gone, undefined);
-    });
+    };
+    await (tx ? remove(tx) : this.db.transaction(remove));
   }
 
   /** The resource as an event shows it (decorated like an answer), or nothing when `call` records no event. */

@@ -15,6 +15,12 @@ export const tags = pgTable(
     deprecated: boolean("deprecated").notNull().default(false),
     createTime: timestampMs("create_time").notNull(),
     updateTime: timestampMs("update_time").notNull(),
+    /**
+     * The registry event time that last set `digest` (docs/design.md, "The registry"): a
+     * notification older than it changes nothing. API writes leave it as it is; null for
+     * tags the registry never wrote.
+     */
+    sourceTime: timestampMs("source_time"),
   },
   (t) => [
     index("tags_parent_uid_idx").on(t.parentUid, t.uid),

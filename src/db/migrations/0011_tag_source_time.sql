@@ -1,0 +1,1 @@
+ALTER TABLE "tags" ADD COLUMN "source_time" timestamp (3) with time zone;
