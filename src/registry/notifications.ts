@@ -25,6 +25,8 @@ import { parseRegistryPath } from "./paths.js";
 // store as the API, with the same events, made by the identity the registry token named.
 
 /** The sealed setting holding the secret the registry sends as `Authorization: Bearer <secret>`. */
+/** Below the auth URL. */
+export const REGISTRY_NOTIFICATIONS_PATH = "/registry/notifications";
 export const NOTIFICATION_SECRET_SETTING = "registry.notifications_secret";
 /** The largest envelope read; distribution sends one or a few events per request. */
 export const MAX_NOTIFICATION_BODY_BYTES = 1024 * 1024;

@@ -18,7 +18,8 @@ import { newChildUid, schema } from "../db/index.js";
 import { Egress } from "../egress/index.js";
 import { Metrics } from "../server/metrics.js";
 import { registryPathOf } from "./paths.js";
-import { MAX_SCOPES, registryTokenRealm, registryTokenRoute, type RegistryAccess, type RegistrySigner, type RegistryTokenDeps, type RegistryTokenOutcome } from "./token-endpoint.js";
+import type { RegistrySigner } from "./registry-keys.js";
+import { MAX_SCOPES, registryTokenRealm, registryTokenRoute, type RegistryAccess, type RegistryTokenDeps, type RegistryTokenOutcome } from "./token-endpoint.js";
 
 x509.cryptoProvider.set(globalThis.crypto);
 

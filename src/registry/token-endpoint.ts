@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { JsonValue } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { and, eq, or } from "drizzle-orm";
-import { SignJWT, type CryptoKey } from "jose";
+import { SignJWT } from "jose";
 import { exchangeIdentity, type TokenExchangeDeps, type TokenService } from "../auth/index.js";
 import { takeForAddress, type PerMinuteLimit } from "../auth/exchange-limits.js";
 import type { Grants } from "../authz/index.js";
@@ -12,6 +12,7 @@ import { sendJson } from "../rest/response.js";
 import type { NodeRequest as Req, NodeResponse as Res } from "../server/http-types.js";
 import type { Route } from "../server/plain-routes.js";
 import { parseRegistryPath } from "./paths.js";
+import type { RegistrySigner } from "./registry-keys.js";
 
 // The registry's token endpoint (docs/design.md, "The registry"): the distribution
 // token-authentication protocol (GET with Basic credentials, and the OAuth2 password /
@@ -29,9 +30,6 @@ export const MAX_SCOPE_BYTES = 512;
 export const MAX_TOKEN_REQUEST_BYTES = 8 * 1024;
 
 /** The signing key of registry tokens, with the certificate chain the registry trusts (src/registry/registry-keys.ts). */
-export interface RegistrySigner {
-  current(): Promise<{ kid: string; sign: CryptoKey; x5c: string[] }>;
-}
 
 /** How a request ended, for a metric. */
 export type RegistryTokenOutcome = "issued" | "invalid" | "refused" | "limited" | "error";

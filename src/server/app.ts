@@ -4,7 +4,7 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import type { PGlite } from "@electric-sql/pglite";
 import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
-import { ExchangeLimits, PerMinuteLimit, OidcIssuers, OutboundBudgets, SigningKeys, TokenService, bootstrapAdminToken, writeAdminToken, type MintedToken } from "../auth/index.js";
+import { ExchangeLimits, PerMinuteLimit, OidcIssuers, OutboundBudgets, SigningKeys, TokenService, bootstrapAdminToken, writeAdminToken, type MintedToken, type TokenExchangeDeps } from "../auth/index.js";
 import { AdminTokenRenewal } from "../auth/admin-token-renewal.js";
 import { devIssuer, loginRoutes } from "../auth/login/index.js";
 import { Authorizer, GRANTS_CHANGED_CHANNEL, Grants, GrantsCache } from "../authz/index.js";
@@ -26,7 +26,17 @@ import { rpcHandler } from "./rpc-handler.js";
 import { plainRoutes } from "./plain-routes.js";
 import { apiDocRoutes } from "./api-docs.js";
 import { corsHandler } from "./cors.js";
-import { loadRegistryNotificationSecret, RegistryFiles, RegistryKeys, type RegistryConfigFiles } from "../registry/index.js";
+import {
+  loadRegistryNotificationSecret,
+  RegistryFiles,
+  RegistryKeys,
+  registryNotificationsRoute,
+  REGISTRY_NOTIFICATIONS_PATH,
+  REGISTRY_TOKEN_PATH,
+  registryTokenRealm,
+  registryTokenRoute,
+  type RegistryConfigFiles,
+} from "../registry/index.js";
 
 /** Requests and messages over 1 MiB are refused on every protocol. */
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
@@ -115,7 +125,6 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   const tokens = new TokenService(keys, urls.authUrl, clock);
   // The image registry's own signing keys and the configuration it runs with (README: Running the registry).
   const registryKeys = new RegistryKeys({ db: database.db, secrets, clock, rotateAfterMs: config.registry.keyRotationMs });
-  const registryRoutes = `${urls.authUrl}/registry`;
   const registryFiles = new RegistryFiles({
     db: database.db,
     secrets,
@@ -124,10 +133,10 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       dir: config.registry.configDir,
       addr: config.registry.addr,
       storageDir: config.registry.storageDir,
-      realm: `${registryRoutes}/token`,
+      realm: registryTokenRealm(urls.authUrl),
       service: urls.registryAudience,
       issuer: urls.authUrl,
-      notificationsUrl: config.registry.notificationsUrl ?? `${registryRoutes}/notifications`,
+      notificationsUrl: config.registry.notificationsUrl ?? `${urls.authUrl}${REGISTRY_NOTIFICATIONS_PATH}`,
     },
     notificationsSecret: () => loadRegistryNotificationSecret(database.db, secrets),
     onWritten: (files, rotation) => log.info({ ...files, ...rotation }, "registry configuration written: run docker-registry serve with it, and restart the registry before the rotation"),
@@ -266,46 +275,82 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   const egress = new Egress({ allowInsecure: config.allowInsecureIssuers, maxInFlight: OutboundBudgets.totalInFlight(config.outbound) });
   const budgets = new OutboundBudgets(egress, config.outbound);
   const issuers = new OidcIssuers({ egress, clock });
+  const exchange: TokenExchangeDeps = {
+    db: database.db,
+    tokens,
+    issuers,
+    budgets,
+    limits: new ExchangeLimits({ perAddress: config.outbound.exchangesPerAddress, perIdentity: config.outbound.exchangesPerIdentity }),
+    audiences: [urls.baseUrl, urls.registryAudience],
+    authUrl: urls.authUrl,
+    clock,
+    onRejected: (reason) => log.info({ reason }, "token exchange rejected"),
+    events: ctx.events,
+  };
+  // The image registry's token endpoint and notifications (docs/design.md, "The registry").
+  const registryRoutes = new Map([
+    [
+      REGISTRY_TOKEN_PATH,
+      registryTokenRoute({
+        db: database.db,
+        tokens,
+        audiences: [urls.baseUrl, urls.registryAudience],
+        service: urls.registryAudience,
+        authUrl: urls.authUrl,
+        exchange,
+        grantsOf: (uid) => grantsCache.get(uid),
+        signer: registryKeys,
+        limit: new PerMinuteLimit(config.registry.tokensPerAddress, "too many registry token requests from this address"),
+        clock,
+        onRefused: (reason) => log.info({ reason }, "registry token refused"),
+        onInternalError: (cause) => log.error({ err: cause }, "internal error in the registry token endpoint"),
+        onOutcome: (outcome) => metrics.registryToken(outcome),
+      }),
+    ],
+    [
+      REGISTRY_NOTIFICATIONS_PATH,
+      registryNotificationsRoute({
+        db: database.db,
+        clock,
+        events: ctx.events,
+        grantsOf: (uid) => grantsCache.get(uid),
+        secret: await loadRegistryNotificationSecret(database.db, secrets),
+        log: (message, fields) => log.warn(fields, message),
+      }),
+    ],
+  ]);
   const plain = plainRoutes({
     keys,
     issuer: urls.authUrl,
     ready,
-    exchange: {
-      db: database.db,
-      tokens,
-      issuers,
-      budgets,
-      limits: new ExchangeLimits({ perAddress: config.outbound.exchangesPerAddress, perIdentity: config.outbound.exchangesPerIdentity }),
-      audiences: [urls.baseUrl, urls.registryAudience],
-      authUrl: urls.authUrl,
-      clock,
-      onRejected: (reason) => log.info({ reason }, "token exchange rejected"),
-      events: ctx.events,
-    },
+    exchange,
     errorDomain: `iam.${urls.serviceDomain}`,
     metrics,
     onInternalError: (cause) => log.error({ err: cause }, "internal error in an HTTP route"),
     // Built here, once, from the same descriptors as the REST routes (README, "OpenAPI and docs").
     docRoutes: apiDocRoutes({ services: descriptors }),
-    authRoutes: loginRoutes({
-      db: database.db,
-      secrets,
-      tokens,
-      clock,
-      authUrl: urls.authUrl,
-      baseUrl: urls.baseUrl,
-      upstream: config.oidc,
-      devLogin: config.devLogin,
-      devLoginLocalOnly: config.devLoginLocalOnly,
-      trustedIdpHosts: config.trustedIdpHosts,
-      admins: config.platformAdmins,
-      egress,
-      budgets,
-      rate: new PerMinuteLimit(config.outbound.loginsPerAddress, "too many sign-in attempts from this address"),
-      log,
-      events: ctx.events,
-      grantsChanged: () => grantsCache.invalidate(),
-    }),
+    authRoutes: new Map([
+      ...loginRoutes({
+        db: database.db,
+        secrets,
+        tokens,
+        clock,
+        authUrl: urls.authUrl,
+        baseUrl: urls.baseUrl,
+        upstream: config.oidc,
+        devLogin: config.devLogin,
+        devLoginLocalOnly: config.devLoginLocalOnly,
+        trustedIdpHosts: config.trustedIdpHosts,
+        admins: config.platformAdmins,
+        egress,
+        budgets,
+        rate: new PerMinuteLimit(config.outbound.loginsPerAddress, "too many sign-in attempts from this address"),
+        log,
+        events: ctx.events,
+        grantsChanged: () => grantsCache.invalidate(),
+      }),
+      ...registryRoutes,
+    ]),
   });
   const rpc = rpcHandler({
     routes,
