@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
 import { chmod, copyFile, mkdir, mkdtemp, readFile, readdir, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,6 +10,7 @@ import { freePort, httpAddrOf, loopbackPortOf, skopeo, startRegistry, type Runni
 import {
   checkLibraries,
   DEFAULT_CACHE_ROOT,
+  handedTools,
   notFoundInLdd,
   obtainRegistryTools,
   parseDepends,
@@ -50,7 +52,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await rm(scratch, { recursive: true, force: true });
+  if (scratch) await rm(scratch, { recursive: true, force: true });
 });
 
 describe("registryTools()", () => {
@@ -58,6 +60,18 @@ describe("registryTools()", () => {
     const handed = JSON.parse(process.env[REGISTRY_TOOLS_VARIABLE] ?? "{}") as { tools?: { registry?: string } };
     expect(handed.tools?.registry).toBe(tools.registry);
     for (const path of [tools.registry, tools.skopeo, tools.policy, tools.registriesConf, ...tools.libraryDirs]) expect(path).toMatch(/^\//);
+  });
+
+  it("reports the setup's failure, or a garbled hand-over, to the tests that need the tools", async () => {
+    await expect(handedTools(JSON.stringify({ error: "apt-get download skopeo failed: no network" }))).rejects.toThrow(
+      /registry-tools-setup\.ts\) could not obtain docker-registry and skopeo: apt-get download skopeo failed: no network/,
+    );
+    await expect(handedTools("{not json")).rejects.toThrow(/not JSON/);
+    await expect(handedTools("null")).rejects.toThrow(/neither tools nor an error/);
+    await expect(handedTools(JSON.stringify({ tools: { ...tools, registry: 7 } }))).rejects.toThrow(/neither tools nor an error/);
+    await expect(handedTools(JSON.stringify({ tools: { ...tools, libraryDirs: ["/a", null] } }))).rejects.toThrow(/neither tools nor an error/);
+    const { env: _env, ...obtained } = tools;
+    expect(await handedTools(JSON.stringify({ tools: obtained }))).toEqual(obtained);
   });
 
   it("runs Debian's docker-registry 2.8 and skopeo 1.9", async () => {
@@ -76,9 +90,11 @@ describe("registryTools()", () => {
   });
 
   it("puts the unpacked libraries first on LD_LIBRARY_PATH, keeping the caller's", () => {
-    const env = toolsEnv({ ...tools, libraryDirs: ["/a", "/b"] }, { LD_LIBRARY_PATH: "/c", HOME: "/h" });
+    const env = toolsEnv({ ...tools, libraryDirs: ["/a", "/b"] }, { LD_LIBRARY_PATH: "/c", HOME: "/h" }, "/d");
     expect(env["LD_LIBRARY_PATH"]).toBe("/a:/b:/c");
     expect(env["HOME"]).toBe("/h");
+    expect(env["XDG_DATA_HOME"]).toBe("/d");
+    expect(env["_CONTAINERS_ROOTLESS_UID"]).not.toBe("0");
     expect(toolsEnv({ ...tools, libraryDirs: [] }, {})["LD_LIBRARY_PATH"]).toBeUndefined();
   });
 });
@@ -280,6 +296,9 @@ describe("a registry and skopeo", () => {
     const target = `docker://127.0.0.1:${port}/demo/hello:v1`;
     const copy = await skopeo(tools, ["copy", "--dest-tls-verify=false", image.reference, target]);
     expect(copy, copy.stderr).toMatchObject({ code: 0 });
+    // skopeo's blob cache is in the run's scratch directory, not /var/lib/containers.
+    expect(tools.env["XDG_DATA_HOME"]!.startsWith(tmpdir())).toBe(true);
+    expect(existsSync(join(tools.env["XDG_DATA_HOME"]!, "containers", "cache", "blob-info-cache-v1.boltdb"))).toBe(true);
 
     const inspect = await skopeo(tools, ["inspect", "--tls-verify=false", target]);
     expect(inspect.code, inspect.stderr).toBe(0);

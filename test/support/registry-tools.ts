@@ -9,6 +9,7 @@ import { execFile } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { constants, existsSync } from "node:fs";
 import { access, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -57,7 +58,7 @@ export interface ObtainedTools {
 }
 
 export interface RegistryTools extends ObtainedTools {
-  /** The environment to run both programs with: this process's, plus LD_LIBRARY_PATH and CONTAINERS_REGISTRIES_CONF. */
+  /** The environment to run both programs with: this process's, plus LD_LIBRARY_PATH, CONTAINERS_REGISTRIES_CONF and skopeo's data directory (toolsEnv). */
   env: NodeJS.ProcessEnv;
 }
 
@@ -166,9 +167,22 @@ function libraryEnv(base: NodeJS.ProcessEnv, libraryDirs: string[]): NodeJS.Proc
   return { ...base, LD_LIBRARY_PATH: [...libraryDirs, base["LD_LIBRARY_PATH"]].filter(Boolean).join(":") };
 }
 
-/** The environment to run the programs with, on top of `base`. */
-export function toolsEnv(tools: ObtainedTools, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
-  return { ...libraryEnv(base, tools.libraryDirs), CONTAINERS_REGISTRIES_CONF: tools.registriesConf };
+/**
+ * The environment to run the programs with, on top of `base`. skopeo run by root keeps a cache
+ * of where it saw blobs in /var/lib/containers/cache: a change to the machine, and state carried
+ * from one run into the next. Told that it runs rootless (containers/image reads
+ * _CONTAINERS_ROOTLESS_UID for that), it keeps it in $XDG_DATA_HOME/containers/cache instead,
+ * here `dataHome`: by default in the run's scratch directory (test/support/scratch.ts), removed
+ * at its end.
+ */
+export function toolsEnv(tools: ObtainedTools, base: NodeJS.ProcessEnv = process.env, dataHome = join(tmpdir(), "skopeo-data")): NodeJS.ProcessEnv {
+  const uid = process.getuid?.() ?? 0;
+  return {
+    ...libraryEnv(base, tools.libraryDirs),
+    CONTAINERS_REGISTRIES_CONF: tools.registriesConf,
+    XDG_DATA_HOME: dataHome,
+    _CONTAINERS_ROOTLESS_UID: String(uid === 0 ? 1 : uid),
+  };
 }
 
 // ---- apt: the machine's package lists, or lists of our own ----
@@ -558,13 +572,23 @@ function isObtainedTools(value: unknown): value is ObtainedTools {
   );
 }
 
+/** The tools as registry-tools-setup.ts handed them over (REGISTRY_TOOLS_VARIABLE), or its failure. */
+export async function handedTools(text: string): Promise<ObtainedTools> {
+  let parsed: { tools?: unknown; error?: unknown };
+  try {
+    parsed = JSON.parse(text) as typeof parsed;
+  } catch {
+    throw new Error(`${REGISTRY_TOOLS_VARIABLE} is not JSON`);
+  }
+  if (isObtainedTools(parsed?.tools)) return parsed.tools;
+  const reason = typeof parsed?.error === "string" ? parsed.error : `${REGISTRY_TOOLS_VARIABLE} holds neither tools nor an error`;
+  throw new Error(`the run's setup (test/support/registry-tools-setup.ts) could not obtain docker-registry and skopeo: ${reason}`);
+}
+
 /** What registry-tools-setup.ts found for this run; undefined when it did not run. */
 function fromSetup(): Promise<ObtainedTools> | undefined {
   const text = process.env[REGISTRY_TOOLS_VARIABLE];
-  if (text === undefined) return undefined;
-  const parsed = JSON.parse(text) as { tools?: unknown; error?: unknown };
-  if (isObtainedTools(parsed.tools)) return Promise.resolve(parsed.tools);
-  return Promise.reject(new Error(`the run's setup (test/support/registry-tools-setup.ts) could not obtain docker-registry and skopeo: ${String(parsed.error)}`));
+  return text === undefined ? undefined : handedTools(text);
 }
 
 let obtained: Promise<ObtainedTools> | undefined;
