@@ -407,12 +407,18 @@ export async function runRawConnect(ctx: FuzzContext, c: RawConnectCase): Promis
 }
 
 // ---------------------------------------------------------------------------
-// The plain routes: token exchange, ops, discovery, browser login.
+// The plain routes: token exchange, the registry's token endpoint and notifications, ops,
+// discovery, browser login.
 
 const PLAIN_PATHS = [
   "/sts/exchange",
   "/sts/exchange",
   "/sts/exchange",
+  "/registry/token",
+  "/registry/token",
+  "/registry/token",
+  "/registry/notifications",
+  "/registry/notifications",
   "/healthz",
   "/readyz",
   "/.well-known/openid-configuration",
@@ -441,11 +447,18 @@ export function plainCases(ctx: FuzzContext): fc.Arbitrary<PlainCase> {
     { weight: 2, arbitrary: nastyString },
     { weight: 2, arbitrary: uids },
     { weight: 2, arbitrary: fc.constantFrom(ctx.baseUrl, ...ctx.tokens.issuers, "http://127.0.0.1:1234/callback", "http://localhost:9/callback", "http://[::1]:1/callback", "https://evil.example/callback", "javascript:alert(1)") },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(`${ctx.baseUrl}/registry`, "repository:x/y:pull,push", "repository(plugin):a/b:*", "registry:catalog:*", `repository:${"a/".repeat(200)}b:pull`),
+    },
     { weight: 1, arbitrary: hex(10, 60) },
     { weight: 1, arbitrary: numericString },
   );
   const name = fc.oneof(
-    { weight: 6, arbitrary: fc.constantFrom("aud", "identity", "redirect", "state", "invite", "org", "login", "error", "code", "grant_type", "subject_token", "audience") },
+    {
+      weight: 6,
+      arbitrary: fc.constantFrom("aud", "identity", "redirect", "state", "invite", "org", "login", "error", "code", "grant_type", "subject_token", "audience", "service", "scope", "account"),
+    },
     { weight: 1, arbitrary: nastyString.filter((s) => s.length < 50) },
   );
   const auth = fc.oneof({ weight: 3, arbitrary: forgedJwt(ctx.tokens).map((t) => `Bearer ${t}`) }, { weight: 3, arbitrary: authorizationHeader(ctx.tokens) });
@@ -457,7 +470,16 @@ export function plainCases(ctx: FuzzContext): fc.Arbitrary<PlainCase> {
     queryEncoding: fc.constantFrom<Encoding>("component", "component", "raw"),
     authorization: auth,
     cookie: fc.option(fc.string({ maxLength: 80 }), { freq: 4, nil: undefined }),
-    body: fc.option(fc.oneof(rawBody, nastyString, fc.constant("grant_type=urn:ietf:params:oauth:grant-type:token-exchange&subject_token=x")), { freq: 3, nil: undefined }),
+    body: fc.option(
+      fc.oneof(
+        rawBody,
+        nastyString,
+        fc.constant("grant_type=urn:ietf:params:oauth:grant-type:token-exchange&subject_token=x"),
+        fc.constant("grant_type=password&username=x&password=y&scope=repository:a/b:pull"),
+        fc.constant('{"events":[{"id":"1","timestamp":"2026-01-01T00:00:00Z","action":"push","target":{"mediaType":"application/vnd.oci.image.manifest.v1+json","repository":"a/b","tag":"v1","digest":"sha256:00"},"actor":{"name":"x"}}]}'),
+      ),
+      { freq: 3, nil: undefined },
+    ),
     contentType: fc.constantFrom("application/x-www-form-urlencoded", "application/json", "text/plain"),
   });
 }
