@@ -65,8 +65,8 @@ export interface App {
   /** The bootstrap admin token minted at start (when bootstrap is on). */
   adminToken: MintedToken | undefined;
   adminTokenPath: string | undefined;
-  /** The image registry's configuration and certificate bundle, as written at start (README: Running the registry). */
-  registry: { files: RegistryConfigFiles; keys: RegistryKeys };
+  /** The image registry's configuration and certificate bundle, as written at start (undefined: they could not be written). */
+  registry: { files: RegistryConfigFiles | undefined; keys: RegistryKeys };
   /** This replica's live event watchers (tests wait for a watch to be listening). */
   eventHub: EventHub;
   /** Sends this replica's share of webhook deliveries. */
@@ -142,7 +142,9 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     onWritten: (files, rotation) => log.info({ ...files, ...rotation }, "registry configuration written: run docker-registry serve with it, and restart the registry before the rotation"),
     onError: (e) => log.error({ err: e }, "rewriting the registry's certificate bundle failed; retrying in an hour"),
   });
-  await registryFiles.write();
+  // A read-only file system (PostgreSQL and PLATFORM_MASTER_KEY need no data directory) serves on
+  // without the files: the token endpoint does not need them, only the registry's operator does.
+  await registryFiles.write().catch((e: unknown) => log.warn({ err: e, dir: config.registry.configDir }, "could not write the registry's configuration"));
   registryFiles.start();
   const descriptors = API_SERVICES.map((s) => s.service);
   // One JSON shape for a message, whichever JSON protocol carries it (REST, Connect) and in events' data.
@@ -426,7 +428,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     secrets,
     adminToken,
     adminTokenPath,
-    registry: { files: registryFiles.files!, keys: registryKeys },
+    registry: { files: registryFiles.files, keys: registryKeys },
     eventHub,
     dispatcher,
     async close() {

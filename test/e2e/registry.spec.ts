@@ -87,7 +87,9 @@ beforeAll(async () => {
   host = `127.0.0.1:${port}`;
   server = await startTestServer({ PLATFORM_ALLOW_INSECURE_ISSUERS: "true", PLATFORM_REGISTRY_ADDR: host });
   // As an operator runs it: `docker-registry serve <the file the server wrote>`.
-  registry = await startRegistry({ configFile: server.app.registry.files.configFile, tools });
+  const files = server.app.registry.files;
+  if (!files) throw new Error("the server wrote no registry configuration");
+  registry = await startRegistry({ configFile: files.configFile, tools });
   org = (await ok("POST", "/iam/v2beta1/groups", { name: "registry-e2e" }))["uid"] as string;
   otherOrg = (await ok("POST", "/iam/v2beta1/groups", { name: "registry-e2e-other" }))["uid"] as string;
   person = await member(org, "ada", "owner");
