@@ -38,3 +38,25 @@ export function distIsCurrent(entry) {
   }
   return newest(join(root, "src")) <= built && newest(join(root, "gen")) <= built;
 }
+
+/**
+ * Runs the program whose module is `src/<name>.ts` (compiled: `dist/src/<name>.js`): dist/ while it
+ * is current, else the TypeScript sources through tsx where the dev dependencies are installed,
+ * else dist/ as it is (`npm ci --omit=dev`, a container).
+ */
+export async function launch(name) {
+  let tsx;
+  if (!distIsCurrent(`dist/src/${name}.js`)) {
+    try {
+      tsx = await import("tsx/esm/api");
+    } catch (e) {
+      if (e?.code !== "ERR_MODULE_NOT_FOUND") throw e;
+    }
+  }
+  if (tsx) {
+    tsx.register();
+    await import(`../src/${name}.ts`);
+  } else {
+    await import(`../dist/src/${name}.js`);
+  }
+}

@@ -12,6 +12,7 @@ import { access, mkdir, readdir, readFile, rename, rm, stat, writeFile } from "n
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { alive } from "./scratch.js";
 
 /** Where the unpacked packages, package lists of our own and the skopeo configuration live. */
 export const DEFAULT_CACHE_ROOT = fileURLToPath(new URL("../../node_modules/.cache/platform-registry-tools", import.meta.url));
@@ -392,14 +393,6 @@ async function libraryDirsIn(root: string): Promise<string[]> {
   return dirs;
 }
 
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-};
 
 /**
  * Runs `work` holding `<cacheRoot>/lock` (a directory: mkdir is atomic), so that two runs, or two

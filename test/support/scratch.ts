@@ -30,7 +30,8 @@ async function parentDirectory(): Promise<string> {
   return tmpdir();
 }
 
-const alive = (pid: number): boolean => {
+/** Whether process `pid` is running (EPERM: running as another user). */
+export const alive = (pid: number): boolean => {
   try {
     process.kill(pid, 0);
     return true;
