@@ -10,7 +10,16 @@ import { createFreshDatabase, type FreshDatabase } from "../test/support/databas
 export const ADMIN_PG_URL = process.env["BENCH_PG_URL"] ?? "postgres://postgres@127.0.0.1:5432/postgres";
 
 /** The columns of `groups` (src/db/tables/groups.ts), all of them read by every hand-written server. */
-export const GROUP_COLUMNS = ["uid", "parent_uid", "name", "description", "resource_limits", "verified", "create_time", "update_time"] as const;
+export const GROUP_COLUMNS = [
+  "uid",
+  "parent_uid",
+  "name",
+  "description",
+  "resource_limits",
+  "verified",
+  "create_time",
+  "update_time",
+] as const;
 
 /** A `groups` row as postgres.js returns it. */
 export interface GroupRow {

@@ -36,7 +36,7 @@ export interface ProfileSummary {
   top: HotFunction[];
 }
 
-const repoRoot = pathToFileURL(process.cwd()).href + "/";
+const repoRoot = `${pathToFileURL(process.cwd()).href}/`;
 
 function label(frame: ProfileNode["callFrame"]): string {
   const name = frame.functionName || "(anonymous)";
@@ -78,7 +78,10 @@ export function summariseProfile(profile: CpuProfile, file: string, top = 15): P
 /** The profiles in `path` (a .cpuprofile file or a directory of them), newest last. */
 export async function summariseProfiles(path: string, top = 15): Promise<ProfileSummary[]> {
   const files = (await stat(path)).isDirectory()
-    ? (await readdir(path)).filter((f) => f.endsWith(".cpuprofile")).sort().map((f) => join(path, f))
+    ? (await readdir(path))
+        .filter((f) => f.endsWith(".cpuprofile"))
+        .sort()
+        .map((f) => join(path, f))
     : [path];
   const out: ProfileSummary[] = [];
   for (const file of files) out.push(summariseProfile(JSON.parse(await readFile(file, "utf8")) as CpuProfile, file, top));
@@ -93,9 +96,13 @@ export function threadOf(file: string): string {
 
 export function formatProfile(s: ProfileSummary): string {
   const thread = threadOf(s.file);
-  const lines = [`  ${s.file}${thread ? ` (${thread})` : ""}: ${(s.busyMs / 1000).toFixed(1)} s busy of ${(s.totalMs / 1000).toFixed(1)} s sampled; top self time (share of busy):`];
+  const lines = [
+    `  ${s.file}${thread ? ` (${thread})` : ""}: ${(s.busyMs / 1000).toFixed(1)} s busy of ${(s.totalMs / 1000).toFixed(1)} s sampled; top self time (share of busy):`,
+  ];
   for (const [i, f] of s.top.entries()) {
-    lines.push(`  ${String(i + 1).padStart(3)}. ${f.selfMs.toFixed(0).padStart(7)} ms ${(f.share * 100).toFixed(1).padStart(5)}%  ${f.key}`);
+    lines.push(
+      `  ${String(i + 1).padStart(3)}. ${f.selfMs.toFixed(0).padStart(7)} ms ${(f.share * 100).toFixed(1).padStart(5)}%  ${f.key}`,
+    );
   }
   return lines.join("\n");
 }

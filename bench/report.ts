@@ -38,7 +38,8 @@ const ms = (v: number): string => (Number.isFinite(v) ? v.toFixed(v < 10 ? 2 : 1
 const rate = (v: number): string => (Number.isFinite(v) ? Math.round(v).toString() : "–");
 
 export function describe(title: string, f: Figures, load: string): string {
-  const cpu = f.cpuUsPerRequest === undefined || !Number.isFinite(f.cpuUsPerRequest) ? "" : `, server CPU ${Math.round(f.cpuUsPerRequest)} µs/req`;
+  const cpu =
+    f.cpuUsPerRequest === undefined || !Number.isFinite(f.cpuUsPerRequest) ? "" : `, server CPU ${Math.round(f.cpuUsPerRequest)} µs/req`;
   const errors = f.errors ? `, ${f.errors} ERRORS` : "";
   return `  ${title.padEnd(46)} ${rate(f.rps).padStart(6)} req/s  p50 ${ms(f.p50).padStart(6)} ms  p99 ${ms(f.p99).padStart(6)} ms  (${load}, ${f.seconds.toFixed(1)} s${cpu}${errors})`;
 }

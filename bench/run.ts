@@ -71,7 +71,13 @@ async function startService(name: string, env: Record<string, string>, profileDi
   const port = Number(started.match[1]);
   const base = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
-    if (await fetch(`${base}/readyz`).then((r) => r.ok, () => false)) break;
+    if (
+      await fetch(`${base}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break;
     if (i > 3_000) throw new Error(`${name} never became ready`);
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -104,7 +110,11 @@ async function stopService(svc: Service, label: string): Promise<void> {
 }
 
 async function api<T>(svc: Service, method: string, path: string, body?: unknown): Promise<T> {
-  const res = await fetch(`${svc.base}${path}`, { method, headers: svc.headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  const res = await fetch(`${svc.base}${path}`, {
+    method,
+    headers: svc.headers,
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
   const text = await res.text();
   if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 500)}`);
   return JSON.parse(text) as T;
@@ -114,7 +124,8 @@ async function api<T>(svc: Service, method: string, path: string, body?: unknown
 async function expectGroup(what: string, res: Promise<Response>, uid: string): Promise<void> {
   const r = await res;
   const text = await r.text();
-  if (!r.ok || (JSON.parse(text) as { uid?: string }).uid !== uid) throw new Error(`${what}: expected group ${uid}, got ${r.status} ${text.slice(0, 300)}`);
+  if (!r.ok || (JSON.parse(text) as { uid?: string }).uid !== uid)
+    throw new Error(`${what}: expected group ${uid}, got ${r.status} ${text.slice(0, 300)}`);
 }
 
 async function expectList(what: string, res: Promise<Response>, total: number): Promise<void> {
@@ -142,16 +153,31 @@ interface ServiceFigures {
 }
 
 /** The service's runs, shared by both back-ends. `scope` is the org whose children make up `pool`. */
-async function measureService(svc: Service, scope: string, pool: string[], uidsFile: string, createsParent: string, tag: string): Promise<ServiceFigures> {
+async function measureService(
+  svc: Service,
+  scope: string,
+  pool: string[],
+  uidsFile: string,
+  createsParent: string,
+  tag: string,
+): Promise<ServiceFigures> {
   const out: ServiceFigures = {};
   const sample = pool[0]!;
   await expectGroup("service REST GetGroup", fetch(`${svc.base}/iam/v2beta1/groups/${sample}`, { headers: svc.headers }), sample);
   await expectGroup(
     "service Connect GetGroup",
-    fetch(`${svc.base}/platform.iam.v2beta1.GroupsService/GetGroup`, { method: "POST", headers: svc.headers, body: JSON.stringify({ uid: sample }) }),
+    fetch(`${svc.base}/platform.iam.v2beta1.GroupsService/GetGroup`, {
+      method: "POST",
+      headers: svc.headers,
+      body: JSON.stringify({ uid: sample }),
+    }),
     sample,
   );
-  await expectList("service ListGroups", fetch(`${svc.base}/iam/v2beta1/groups?uidp.children_of=${scope}&page_size=50`, { headers: svc.headers }), pool.length);
+  await expectList(
+    "service ListGroups",
+    fetch(`${svc.base}/iam/v2beta1/groups?uidp.children_of=${scope}&page_size=50`, { headers: svc.headers }),
+    pool.length,
+  );
 
   const rss = new RssSampler(svc.pid);
   rss.start();
@@ -163,7 +189,11 @@ async function measureService(svc: Service, scope: string, pool: string[], uidsF
   memAfter("warm-up requests");
   const conns = `${CONNECTIONS} conns`;
   out.rest = await httpLoad(
-    reads(`${svc.base}/iam/v2beta1/groups/${sample}`, { headers: svc.headers, serverPid: svc.pid, next: () => ({ path: `/iam/v2beta1/groups/${pick(pool)}` }) }),
+    reads(`${svc.base}/iam/v2beta1/groups/${sample}`, {
+      headers: svc.headers,
+      serverPid: svc.pid,
+      next: () => ({ path: `/iam/v2beta1/groups/${pick(pool)}` }),
+    }),
   );
   log(describe(`${tag} GetGroup, REST (random uid)`, out.rest, conns));
   memAfter("GetGroup REST");
@@ -179,12 +209,22 @@ async function measureService(svc: Service, scope: string, pool: string[], uidsF
   log(describe(`${tag} GetGroup, Connect JSON (HTTP/1.1)`, out.connect, conns));
   memAfter("GetGroup Connect");
   out.grpc = await runGrpcLoad(
-    { origin: svc.base, authorization: svc.headers["authorization"], uidsFile, streams: GRPC_STREAMS, sessions: 1, warmupSeconds: WARMUP_SECONDS, seconds: SECONDS },
+    {
+      origin: svc.base,
+      authorization: svc.headers["authorization"],
+      uidsFile,
+      streams: GRPC_STREAMS,
+      sessions: 1,
+      warmupSeconds: WARMUP_SECONDS,
+      seconds: SECONDS,
+    },
     svc.pid,
   );
   log(describe(`${tag} GetGroup, gRPC (HTTP/2)`, out.grpc, `${GRPC_STREAMS} streams, 1 session`));
   memAfter("GetGroup gRPC");
-  out.list = await httpLoad(reads(`${svc.base}/iam/v2beta1/groups?uidp.children_of=${scope}&page_size=50`, { headers: svc.headers, serverPid: svc.pid }));
+  out.list = await httpLoad(
+    reads(`${svc.base}/iam/v2beta1/groups?uidp.children_of=${scope}&page_size=50`, { headers: svc.headers, serverPid: svc.pid }),
+  );
   log(describe(`${tag} ListGroups page 50 + totalCount, REST`, out.list, conns));
   memAfter("ListGroups page 50 + totalCount");
   let n = 0;
@@ -206,7 +246,9 @@ async function measureService(svc: Service, scope: string, pool: string[], uidsF
   const mem = readMemory(svc.pid);
   out.rssMaxMiB = Math.max(rss.maxMiB, mem?.rssMiB ?? 0);
   if (mem) out.hwmMiB = mem.hwmMiB;
-  log(`  ${tag} server memory: VmRSS max during load ${out.rssMaxMiB.toFixed(0)} MiB, VmHWM (peak since start) ${out.hwmMiB?.toFixed(0) ?? "?"} MiB`);
+  log(
+    `  ${tag} server memory: VmRSS max during load ${out.rssMaxMiB.toFixed(0)} MiB, VmHWM (peak since start) ${out.hwmMiB?.toFixed(0) ?? "?"} MiB`,
+  );
   return out;
 }
 
@@ -232,7 +274,11 @@ async function postgresPart(work: string, profileRoot: string | undefined): Prom
   cleanups.push(() => db.drop());
   log(`PostgreSQL: database ${db.name}`);
   const dataDir = join(work, "pg-data");
-  const svc = await startService("service/pg", { DATABASE_URL: db.url, PLATFORM_DATA_DIR: dataDir }, profileRoot && join(profileRoot, "postgres"));
+  const svc = await startService(
+    "service/pg",
+    { DATABASE_URL: db.url, PLATFORM_DATA_DIR: dataDir },
+    profileRoot && join(profileRoot, "postgres"),
+  );
   cleanups.push(() => stopProcess(svc.started.child));
   log(`  service start → ready on a fresh database (migrations + bootstrap): ${svc.started.readyMs.toFixed(0)} ms`);
 
@@ -250,27 +296,49 @@ async function postgresPart(work: string, profileRoot: string | undefined): Prom
   const conns = `${CONNECTIONS} conns`;
 
   log("\nFloor (node:http + postgres.js, no auth):");
-  const floor = await startNode({ name: "floor", args: ["--import", "tsx", "bench/floor-server.ts"], env: { DATABASE_URL: db.url }, ready: /"port":(\d+)/ });
+  const floor = await startNode({
+    name: "floor",
+    args: ["--import", "tsx", "bench/floor-server.ts"],
+    env: { DATABASE_URL: db.url },
+    ready: /"port":(\d+)/,
+  });
   cleanups.push(() => stopProcess(floor.child));
   const floorBase = `http://127.0.0.1:${floor.match[1]}`;
   const floorPid = floor.child.pid;
   await expectGroup("floor GetGroup", fetch(`${floorBase}/groups/${sample}`), sample);
   await expectList("floor list", fetch(`${floorBase}/list?parent=${org.uid}`), CHILDREN);
-  const floorGet = await httpLoad(reads(`${floorBase}/groups/${sample}`, { serverPid: floorPid, next: () => ({ path: `/groups/${pick(plan.pool)}` }) }));
+  const floorGet = await httpLoad(
+    reads(`${floorBase}/groups/${sample}`, { serverPid: floorPid, next: () => ({ path: `/groups/${pick(plan.pool)}` }) }),
+  );
   log(describe("floor GetGroup (1 prepared select)", floorGet, conns));
   const floorList = await httpLoad(reads(`${floorBase}/list?parent=${org.uid}`, { serverPid: floorPid }));
   log(describe("floor list (page 50 + count(*))", floorList, conns));
 
   log("\nBare Connect handler (connect-node adapter + postgres.js):");
-  const bare = await startNode({ name: "bare", args: ["--import", "tsx", "bench/bare-connect-server.ts"], env: { DATABASE_URL: db.url }, ready: /"port":(\d+),"h2Port":(\d+)/ });
+  const bare = await startNode({
+    name: "bare",
+    args: ["--import", "tsx", "bench/bare-connect-server.ts"],
+    env: { DATABASE_URL: db.url },
+    ready: /"port":(\d+),"h2Port":(\d+)/,
+  });
   cleanups.push(() => stopProcess(bare.child));
   const bareBase = `http://127.0.0.1:${bare.match[1]}`;
   const bareH2 = `http://127.0.0.1:${bare.match[2]}`;
   const bareUrl = `${bareBase}/platform.iam.v2beta1.GroupsService/GetGroup`;
   const json = { "content-type": "application/json" };
-  await expectGroup("bare Connect GetGroup", fetch(bareUrl, { method: "POST", headers: json, body: JSON.stringify({ uid: sample }) }), sample);
+  await expectGroup(
+    "bare Connect GetGroup",
+    fetch(bareUrl, { method: "POST", headers: json, body: JSON.stringify({ uid: sample }) }),
+    sample,
+  );
   const bareConnect = await httpLoad(
-    reads(bareUrl, { method: "POST", headers: json, body: JSON.stringify({ uid: sample }), serverPid: bare.child.pid, next: () => ({ body: `{"uid":"${pick(plan.pool)}"}` }) }),
+    reads(bareUrl, {
+      method: "POST",
+      headers: json,
+      body: JSON.stringify({ uid: sample }),
+      serverPid: bare.child.pid,
+      next: () => ({ body: `{"uid":"${pick(plan.pool)}"}` }),
+    }),
   );
   log(describe("bare GetGroup, Connect JSON (HTTP/1.1)", bareConnect, conns));
   const bareGrpc = await runGrpcLoad(

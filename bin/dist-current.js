@@ -20,7 +20,8 @@ function newest(dir) {
   }
   let latest = 0;
   for (const entry of entries) {
-    if (entry.isFile() && !entry.name.endsWith(".spec.ts")) latest = Math.max(latest, statSync(join(entry.parentPath ?? entry.path, entry.name)).mtimeMs);
+    if (entry.isFile() && !entry.name.endsWith(".spec.ts"))
+      latest = Math.max(latest, statSync(join(entry.parentPath ?? entry.path, entry.name)).mtimeMs);
   }
   return latest;
 }

@@ -15,7 +15,10 @@ const BOOTSTRAP_SETTING = "bootstrap.identity_uid";
  */
 export async function ensureBootstrapIdentity(db: Database, clock: () => Date): Promise<string> {
   return db.transaction(async (tx) => {
-    await tx.insert(schema.settings).values({ key: BOOTSTRAP_SETTING, value: randomBytes(8).toString("hex") }).onConflictDoNothing();
+    await tx
+      .insert(schema.settings)
+      .values({ key: BOOTSTRAP_SETTING, value: randomBytes(8).toString("hex") })
+      .onConflictDoNothing();
     const [setting] = await tx.select().from(schema.settings).where(eq(schema.settings.key, BOOTSTRAP_SETTING));
     if (!setting) throw new Error("bootstrap identity setting missing");
     const uid = setting.value;

@@ -11,7 +11,12 @@ describe("addressKey: what the per-address limit counts", () => {
 
   it("an IPv6 address by its /64, however it is written", () => {
     const key = "2001:db8:0:1::/64";
-    for (const a of ["2001:db8:0:1::1", "2001:db8::1:aaaa:bbbb:cccc:dddd", "2001:0db8:0000:0001:ffff:ffff:ffff:ffff", "2001:db8:0:1::1%eth0"]) {
+    for (const a of [
+      "2001:db8:0:1::1",
+      "2001:db8::1:aaaa:bbbb:cccc:dddd",
+      "2001:0db8:0000:0001:ffff:ffff:ffff:ffff",
+      "2001:db8:0:1::1%eth0",
+    ]) {
       expect(addressKey(a), a).toBe(key);
     }
     expect(addressKey("2001:db8:0:2::1")).not.toBe(key);

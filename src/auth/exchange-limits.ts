@@ -28,7 +28,10 @@ export function addressKey(address: string | undefined): string {
   const h = groupsOf(head);
   const t = tail === undefined ? [] : groupsOf(tail);
   const groups = tail === undefined ? h : [...h, ...Array<string>(Math.max(0, 8 - h.length - t.length)).fill("0"), ...t];
-  return `${groups.slice(0, 4).map((g) => parseInt(g, 16).toString(16)).join(":")}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => parseInt(g, 16).toString(16))
+    .join(":")}::/64`;
 }
 
 /**

@@ -29,7 +29,9 @@ describe("OidcIssuers: failures are remembered per issuer", () => {
     const issuer = "http://127.0.0.1:1/slow";
     await expect(issuers.verify("x.y.z", issuer, budget)).rejects.toThrow(/timeout/);
     expect(budget.calls).toBe(1);
-    await expect(issuers.verify("x.y.z", issuer, budget)).rejects.toThrow(/failed within the last 30 s \(not contacted again yet\): GET …: timeout/);
+    await expect(issuers.verify("x.y.z", issuer, budget)).rejects.toThrow(
+      /failed within the last 30 s \(not contacted again yet\): GET …: timeout/,
+    );
     expect(budget.calls).toBe(1);
     // Another issuer is its own.
     await expect(issuers.verify("x.y.z", "http://127.0.0.1:1/other", budget)).rejects.toThrow(/timeout/);

@@ -111,7 +111,8 @@ export class OidcIssuers {
     const cached = refresh ? undefined : this.keys.get(issuer);
     if (cached) return cached;
     const failed = this.failures.get(issuer);
-    if (failed !== undefined) throw new Error(`the issuer failed within the last ${ISSUER_FAILURE_TTL_MS / 1000} s (not contacted again yet): ${failed}`);
+    if (failed !== undefined)
+      throw new Error(`the issuer failed within the last ${ISSUER_FAILURE_TTL_MS / 1000} s (not contacted again yet): ${failed}`);
     let inflight = this.pending.get(issuer);
     if (!inflight) {
       inflight = this.fetchKeys(issuer, budget)

@@ -31,7 +31,12 @@ export function bearerToken(header: string | null): string | undefined {
  * protocol. Records the principal in `values` (for authorization and the
  * services). One function for the Connect interceptor and the REST entry point.
  */
-export async function authenticate(tokens: TokenService, audiences: string[], authorization: string | null, values: ContextValues): Promise<Principal> {
+export async function authenticate(
+  tokens: TokenService,
+  audiences: string[],
+  authorization: string | null,
+  values: ContextValues,
+): Promise<Principal> {
   const token = bearerToken(authorization);
   if (!token) throw unauthenticated("missing Authorization: Bearer <token> header");
   const verified = await tokens.verify(token, audiences);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { migratedStorePerFile } from "../../test/support/fresh-store.js";
 import { SecretBox } from "../crypto/index.js";
-import { type DatabaseHandle } from "../db/index.js";
+import type { DatabaseHandle } from "../db/index.js";
 import { SigningKeys } from "./signing-keys.js";
 
 // Signing keys shared through the database (docs/design.md, "Tokens and access").

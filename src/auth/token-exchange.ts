@@ -83,7 +83,11 @@ export const MAX_TOKEN_AUDIENCES = 32;
  * configured, with or without a trailing slash. A token minted for another
  * application of the same issuer is never enough (docs/security.md).
  */
-export function audienceAccepted(identity: Pick<IdentityRow, "claimAudience" | "claimAudiencePattern">, aud: unknown, authUrl: string): boolean {
+export function audienceAccepted(
+  identity: Pick<IdentityRow, "claimAudience" | "claimAudiencePattern">,
+  aud: unknown,
+  authUrl: string,
+): boolean {
   // Each value may be matched against a pattern: a token naming more audiences than any
   // real one does is not meant for this service (docs/security.md, "Input").
   if (Array.isArray(aud) && aud.length > MAX_TOKEN_AUDIENCES) return false;
@@ -197,7 +201,11 @@ async function exchangeChecked(deps: TokenExchangeDeps, req: ExchangeRequest, ca
     if (budgetSpent(e)) {
       deps.onRejected(`verification not attempted: ${String(e)}`);
       const org = organizationOf(identity.uid);
-      throw rateLimited(`organization:${org}`, "too many requests to this organization's OIDC issuers are in flight; retry shortly", BUSY_RETRY_SECONDS);
+      throw rateLimited(
+        `organization:${org}`,
+        "too many requests to this organization's OIDC issuers are in flight; retry shortly",
+        BUSY_RETRY_SECONDS,
+      );
     }
     throw reject(`verification failed: ${e instanceof Error ? e.message : String(e)}`);
   }

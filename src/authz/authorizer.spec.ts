@@ -12,10 +12,20 @@ import { Grants } from "./grants.js";
 describe("Authorizer", () => {
   it("refuses a method that declares no authorization (fail closed), before touching the database", async () => {
     let reached = false;
-    const untouchable = new Proxy({}, { get: () => { throw new Error("database used"); } }) as Database;
+    const untouchable = new Proxy(
+      {},
+      {
+        get: () => {
+          throw new Error("database used");
+        },
+      },
+    ) as Database;
     const authorizer = new Authorizer({
       db: untouchable,
-      grants: new GrantsCache(() => Promise.reject(new Error("grants loaded")), () => new Date()),
+      grants: new GrantsCache(
+        () => Promise.reject(new Error("grants loaded")),
+        () => new Date(),
+      ),
       clearGrantsAfterWrites: true,
       registryAudience: "http://api/registry",
       orgCreation: "people",
@@ -46,7 +56,10 @@ describe("Authorizer", () => {
       let loads = 0;
       const authorizer = new Authorizer({
         db: {} as Database,
-        grants: new GrantsCache(async () => (loads++, grants), () => now),
+        grants: new GrantsCache(
+          async () => (loads++, grants),
+          () => now,
+        ),
         clearGrantsAfterWrites: false,
         registryAudience: "http://api/registry",
         orgCreation: "people",
@@ -54,12 +67,18 @@ describe("Authorizer", () => {
         clock: () => now,
       });
       const principal = { identityUid: "someone", audience: "http://api", expiry: new Date(T0.getTime() + 60_000) };
-      const check = () => authorizer.visibilityNow(principal, EventsService.method.watchEvents).then((v) => v, (e: unknown) => e);
+      const check = () =>
+        authorizer.visibilityNow(principal, EventsService.method.watchEvents).then(
+          (v) => v,
+          (e: unknown) => e,
+        );
       return { authorizer, principal, check, setNow: (ms: number) => (now = new Date(T0.getTime() + ms)), loads: () => loads };
     }
 
     it("answers the caller's visibility for the method's capability while the token is valid", async () => {
-      const { check, setNow } = setup(new Grants([...viewerAt("b/c", "a").grants, { groupUid: "x", capabilities: new Set(["repo.list"]) }]));
+      const { check, setNow } = setup(
+        new Grants([...viewerAt("b/c", "a").grants, { groupUid: "x", capabilities: new Set(["repo.list"]) }]),
+      );
       expect(await check()).toEqual({ all: false, roots: ["a", "b/c"] });
       setNow(59_999);
       expect(await check()).toEqual({ all: false, roots: ["a", "b/c"] });
@@ -85,7 +104,9 @@ describe("Authorizer", () => {
 
     it("refuses a method that is not a list", async () => {
       const { authorizer, principal } = setup(viewerAt("a"));
-      await expect(authorizer.visibilityNow(principal, ThingService.method.getThing)).rejects.toMatchObject({ code: permissionDenied("x").code });
+      await expect(authorizer.visibilityNow(principal, ThingService.method.getThing)).rejects.toMatchObject({
+        code: permissionDenied("x").code,
+      });
     });
   });
 });

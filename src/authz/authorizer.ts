@@ -17,7 +17,6 @@ import type { GrantsCache } from "./grants-cache.js";
 /** The caller's grants, for services that record who did something (e.g. the creator of an organization). */
 export const grantsKey = createContextKey<Grants | undefined>(undefined, { description: "caller grants" });
 
-
 /** The declaration of a method, or undefined when it has none (refused). */
 export function declaredAuthorization(method: DescMethod): Authorization | undefined {
   const decl = getOption(method, authorization);
@@ -213,7 +212,9 @@ export class Authorizer implements StreamAccess {
     const decl = this.declared(method);
     if (decl?.scope !== Authorization_Scope.LIST) throw permissionDenied(`${method.name} is not a list`);
     if (this.opts.clock().getTime() >= principal.expiry.getTime()) {
-      throw unauthenticated("the token this stream was opened with has expired: open it again with a new token (resume after the last event id received)");
+      throw unauthenticated(
+        "the token this stream was opened with has expired: open it again with a new token (resume after the last event id received)",
+      );
     }
     const grants = await this.opts.grants.get(principal.identityUid);
     if (!grants.identity.exists) throw unauthenticated("the identity this token was issued to no longer exists");

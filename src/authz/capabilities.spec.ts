@@ -11,19 +11,47 @@ import { BUILT_IN_ROLES, CAPABILITIES, UNDECLARED, byCatalogOrder, isCapability 
 
 /** The catalog as it was written by hand before it was derived: the regression fixture. */
 const HAND_WRITTEN = [
-  "groups.list", "groups.create", "groups.update", "groups.delete",
-  "identity.list", "identity.create", "identity.update", "identity.delete",
-  "identity_providers.list", "identity_providers.create", "identity_providers.update", "identity_providers.delete",
-  "account_associations.list", "account_associations.create", "account_associations.update", "account_associations.delete",
-  "roles.list", "roles.create", "roles.update", "roles.delete",
-  "role_bindings.list", "role_bindings.create", "role_bindings.update", "role_bindings.delete",
-  "group_invites.list", "group_invites.create", "group_invites.delete",
-  "repo.list", "repo.create", "repo.update", "repo.delete", "repo.blobs.get",
-  "tag.list", "tag.create", "tag.update", "tag.delete",
-  "advisories.list", "advisories.create", "advisories.update", "advisories.delete",
+  "groups.list",
+  "groups.create",
+  "groups.update",
+  "groups.delete",
+  "identity.list",
+  "identity.create",
+  "identity.update",
+  "identity.delete",
+  "identity_providers.list",
+  "identity_providers.create",
+  "identity_providers.update",
+  "identity_providers.delete",
+  "account_associations.list",
+  "account_associations.create",
+  "account_associations.update",
+  "account_associations.delete",
+  "roles.list",
+  "roles.create",
+  "roles.update",
+  "roles.delete",
+  "role_bindings.list",
+  "role_bindings.create",
+  "role_bindings.update",
+  "role_bindings.delete",
+  "group_invites.list",
+  "group_invites.create",
+  "group_invites.delete",
+  "repo.list",
+  "repo.create",
+  "repo.update",
+  "repo.delete",
+  "repo.blobs.get",
+  "tag.list",
+  "tag.create",
+  "tag.update",
+  "tag.delete",
+  "advisories.list",
+  "advisories.create",
+  "advisories.update",
+  "advisories.delete",
 ];
-
-
 
 const names = (services: readonly DescService[]) => services.map((s) => s.typeName).sort();
 
@@ -62,7 +90,15 @@ describe("the capability catalog", () => {
 
   it("puts a new resource after the known ones, alphabetically, CRUD first", () => {
     const added = ["zones.list", "clusters.get", "clusters.delete", "tag.list", "clusters.list", "clusters.create", "advisories.list"];
-    expect(added.sort(byCatalogOrder)).toEqual(["tag.list", "advisories.list", "clusters.list", "clusters.create", "clusters.delete", "clusters.get", "zones.list"]);
+    expect(added.sort(byCatalogOrder)).toEqual([
+      "tag.list",
+      "advisories.list",
+      "clusters.list",
+      "clusters.create",
+      "clusters.delete",
+      "clusters.get",
+      "zones.list",
+    ]);
   });
 });
 

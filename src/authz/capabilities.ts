@@ -19,7 +19,18 @@ export const UNDECLARED: readonly string[] = [
 // The order of the catalog, which built-in roles' capabilities (stored and served) follow: the
 // resources in the order the hand-written catalog had, so existing rows and answers keep theirs;
 // any other resource after them, alphabetically. Within a resource: CRUD, then other verbs.
-const RESOURCE_ORDER = ["groups", "identity", "identity_providers", "account_associations", "roles", "role_bindings", "group_invites", "repo", "tag", "advisories"];
+const RESOURCE_ORDER = [
+  "groups",
+  "identity",
+  "identity_providers",
+  "account_associations",
+  "roles",
+  "role_bindings",
+  "group_invites",
+  "repo",
+  "tag",
+  "advisories",
+];
 
 function rank(order: readonly string[], name: string): number {
   const i = order.indexOf(name);
@@ -73,7 +84,12 @@ export const BUILT_IN_ROLES: readonly BuiltInRole[] = [
     // Every capability, editor's first: the same list, in the same order, as when it was spelled out.
     capabilities: [...new Set([...editor, ...CAPABILITIES])],
   },
-  { uid: "registry.pull", name: "registry.pull", description: "Pull images: list groups, repositories and tags, read blobs.", capabilities: PULL },
+  {
+    uid: "registry.pull",
+    name: "registry.pull",
+    description: "Pull images: list groups, repositories and tags, read blobs.",
+    capabilities: PULL,
+  },
   {
     uid: "registry.push",
     name: "registry.push",

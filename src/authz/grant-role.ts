@@ -6,7 +6,13 @@ import { newChildUid, newRootBindingUid, schema, type Executor } from "../db/ind
  * default role or redeemed invite). Nothing happens when the identity
  * already holds that role there. Returns the new binding's uid, if one was made.
  */
-export async function grantRole(tx: Executor, groupUid: string, identityUid: string, roleUid: string, now: Date): Promise<string | undefined> {
+export async function grantRole(
+  tx: Executor,
+  groupUid: string,
+  identityUid: string,
+  roleUid: string,
+  now: Date,
+): Promise<string | undefined> {
   const [made] = await tx
     .insert(schema.roleBindings)
     .values({ uid: newChildUid(groupUid), parentUid: groupUid, identityUid, roleUid, createTime: now })

@@ -84,11 +84,14 @@ describe("GrantsCache", () => {
   it("lets every caller sharing a load see its failure, and the next caller load again", async () => {
     let fail = true;
     let loads = 0;
-    const cache = new GrantsCache(async () => {
-      loads++;
-      if (fail) throw new Error("database away");
-      return new Grants([]);
-    }, () => new Date(0));
+    const cache = new GrantsCache(
+      async () => {
+        loads++;
+        if (fail) throw new Error("database away");
+        return new Grants([]);
+      },
+      () => new Date(0),
+    );
     const results = await Promise.allSettled([cache.get("a"), cache.get("a")]);
     expect(results.map((r) => r.status)).toEqual(["rejected", "rejected"]);
     expect(loads).toBe(1);

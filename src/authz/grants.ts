@@ -8,7 +8,6 @@ export interface Grant {
   capabilities: ReadonlySet<string>;
 }
 
-
 function covers(group: string | null, path: string): boolean {
   return group === null || path === group || path.startsWith(`${group}/`);
 }
@@ -49,7 +48,10 @@ export class Grants {
     };
   }
 
-  private static from(rows: { groupUid: string | null; capabilities: string[] }[], identity: { parentUid: string | null; claimIssuer: string } | undefined): Grants {
+  private static from(
+    rows: { groupUid: string | null; capabilities: string[] }[],
+    identity: { parentUid: string | null; claimIssuer: string } | undefined,
+  ): Grants {
     return new Grants(
       rows.map((row) => ({ groupUid: row.groupUid, capabilities: new Set(row.capabilities) })),
       // Root-level identities are the bootstrap identity and people who signed in with a browser.

@@ -1,5 +1,12 @@
 export { CAPABILITIES, BUILT_IN_ROLES, isCapability, isBuiltInRole, type BuiltInRole } from "./capabilities.js";
-export { Authorizer, declaredAuthorization, grantsKey, type AuthorizedCall, type OrgCreationPolicy, type StreamAccess } from "./authorizer.js";
+export {
+  Authorizer,
+  declaredAuthorization,
+  grantsKey,
+  type AuthorizedCall,
+  type OrgCreationPolicy,
+  type StreamAccess,
+} from "./authorizer.js";
 export { Grants, type Grant } from "./grants.js";
 export { GrantsCache, GRANTS_CHANGED_CHANNEL } from "./grants-cache.js";
 export { grantRole, grantRootRole } from "./grant-role.js";

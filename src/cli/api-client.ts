@@ -69,11 +69,15 @@ export class ApiClient {
     }
     const headers: Record<string, string> = { authorization: `Bearer ${await this.bearer()}`, accept: "application/json" };
     if (options.body !== undefined) headers["content-type"] = "application/json";
-    const res = await fetchOrFail(url.toString(), {
-      method,
-      headers,
-      body: options.body === undefined ? undefined : JSON.stringify(options.body),
-    }, options.timeoutMs);
+    const res = await fetchOrFail(
+      url.toString(),
+      {
+        method,
+        headers,
+        body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      },
+      options.timeoutMs,
+    );
     if (!res.ok) throw await errorOf(res);
     const text = await res.text();
     return text ? (JSON.parse(text) as JsonObject) : {};

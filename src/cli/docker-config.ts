@@ -1,4 +1,5 @@
 import { chmod, mkdir, readFile, realpath, rename, stat, writeFile } from "node:fs/promises";
+import type { Stats } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { CliError, EXIT } from "./errors.js";
@@ -32,7 +33,7 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 async function readConfig(file: string): Promise<{ config: Record<string, unknown>; mode?: number }> {
-  let info;
+  let info: Stats;
   try {
     info = await stat(file);
   } catch (e) {
@@ -40,7 +41,8 @@ async function readConfig(file: string): Promise<{ config: Record<string, unknow
     throw new CliError(`cannot read ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, EXIT.unexpected);
   }
   if (!info.isFile()) throw new CliError(`${file} is not a file`, EXIT.usage);
-  if (info.size > MAX_DOCKER_CONFIG_BYTES) throw new CliError(`${file} is larger than ${MAX_DOCKER_CONFIG_BYTES} bytes: not a docker config file; left as it is`, EXIT.conflict);
+  if (info.size > MAX_DOCKER_CONFIG_BYTES)
+    throw new CliError(`${file} is larger than ${MAX_DOCKER_CONFIG_BYTES} bytes: not a docker config file; left as it is`, EXIT.conflict);
   const text = await readFile(file, "utf8");
   // docker itself takes an empty file for an empty configuration.
   if (!text.trim()) return { config: {}, mode: info.mode & 0o777 };
@@ -48,9 +50,13 @@ async function readConfig(file: string): Promise<{ config: Record<string, unknow
   try {
     config = JSON.parse(text);
   } catch (e) {
-    throw new CliError(`${file} is not valid JSON (${(e as Error).message}): fix it, or choose another file with --config; left as it is`, EXIT.conflict);
+    throw new CliError(
+      `${file} is not valid JSON (${(e as Error).message}): fix it, or choose another file with --config; left as it is`,
+      EXIT.conflict,
+    );
   }
-  if (!isObject(config)) throw new CliError(`${file} does not hold a JSON object: fix it, or choose another file with --config; left as it is`, EXIT.conflict);
+  if (!isObject(config))
+    throw new CliError(`${file} does not hold a JSON object: fix it, or choose another file with --config; left as it is`, EXIT.conflict);
   return { config, mode: info.mode & 0o777 };
 }
 

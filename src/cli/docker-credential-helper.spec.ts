@@ -58,7 +58,10 @@ afterAll(async () => {
 });
 
 /** A config directory of its own, with registries recorded and tokens stored. */
-async function setup(registries: Record<string, string>, tokens: Record<string, TokenEntry>): Promise<{ env: NodeJS.ProcessEnv; store: ConfigStore }> {
+async function setup(
+  registries: Record<string, string>,
+  tokens: Record<string, TokenEntry>,
+): Promise<{ env: NodeJS.ProcessEnv; store: ConfigStore }> {
   const store = new ConfigStore(join(dir, String(++n)));
   for (const [host, api] of Object.entries(registries)) await store.setRegistry(host, api);
   for (const [api, entry] of Object.entries(tokens)) await store.saveToken(api, entry);
@@ -101,7 +104,10 @@ describe("docker-credential-platform get", () => {
     const stored = jwt({ sub: "stored" });
     const fromEnv = jwt({ sub: "ci-job" });
     const { env } = await setup({ "localhost:5000": API }, { [API]: { token: stored, expiry: inAnHour(), kind: "browser" } });
-    expect(JSON.parse((await helper(["get"], { ...env, PLATFORM_TOKEN: fromEnv }, "localhost:5000")).stdout)).toMatchObject({ Username: "ci-job", Secret: fromEnv });
+    expect(JSON.parse((await helper(["get"], { ...env, PLATFORM_TOKEN: fromEnv }, "localhost:5000")).stdout)).toMatchObject({
+      Username: "ci-job",
+      Secret: fromEnv,
+    });
   });
 
   it("says credentials not found (docker's words, exit 1) for a host that was not recorded, and with nothing recorded", async () => {
@@ -114,7 +120,10 @@ describe("docker-credential-platform get", () => {
     expect(await helper(["get"], empty.env, "localhost:5000")).toEqual({ code: 1, stdout: `${NOT_FOUND_MESSAGE}\n`, stderr: "" });
     // a hand-edited registries entry that is not a string, or a "registries" that is not an object
     await mkdir(empty.store.dir, { recursive: true });
-    await writeFile(join(empty.store.dir, "config.json"), `{"registries": {"localhost:5000": 7, "__proto__": "${API}", "no host/": "${API}"}}`);
+    await writeFile(
+      join(empty.store.dir, "config.json"),
+      `{"registries": {"localhost:5000": 7, "__proto__": "${API}", "no host/": "${API}"}}`,
+    );
     expect((await helper(["get"], empty.env, "localhost:5000")).stdout).toBe(`${NOT_FOUND_MESSAGE}\n`);
     expect((await helper(["list"], empty.env)).stdout).toBe("{}\n");
     await writeFile(join(empty.store.dir, "config.json"), JSON.stringify({ registries: ["localhost:5000"] }));
@@ -122,7 +131,10 @@ describe("docker-credential-platform get", () => {
   });
 
   it("fails (exit 1, the reason on stdout for docker and on stderr) when the browser login has expired", async () => {
-    const { env } = await setup({ "localhost:5000": API }, { [API]: { token: jwt({ sub: "0a1b2c3d" }), expiry: anHourAgo(), kind: "browser" } });
+    const { env } = await setup(
+      { "localhost:5000": API },
+      { [API]: { token: jwt({ sub: "0a1b2c3d" }), expiry: anHourAgo(), kind: "browser" } },
+    );
     expect(await helper(["get"], env, "localhost:5000")).toEqual({
       code: 1,
       stdout: "token expired: run platformctl auth login\n",
@@ -146,7 +158,8 @@ describe("docker-credential-platform get", () => {
     beforeAll(async () => {
       server = createServer((req, res) => {
         const url = new URL(req.url ?? "/", "http://x");
-        if (url.pathname !== "/sts/exchange" || req.headers.authorization !== "Bearer oidc.token.value") return void res.writeHead(404).end();
+        if (url.pathname !== "/sts/exchange" || req.headers.authorization !== "Bearer oidc.token.value")
+          return void res.writeHead(404).end();
         exchanges.push(url.searchParams);
         res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ token: minted, expiry: inAnHour() }));
       });
@@ -194,7 +207,11 @@ describe("docker-credential-platform get", () => {
       ["ftp://localhost:5000", 'server URL: "ftp://localhost:5000": give the host (and port) without a scheme, e.g. localhost:5000'],
     ];
     for (const [input, line] of bad) {
-      expect(await helper(["get"], env, input), JSON.stringify(input)).toEqual({ code: 1, stdout: `${line}\n`, stderr: `${HELPER_PROGRAM}: ${line}\n` });
+      expect(await helper(["get"], env, input), JSON.stringify(input)).toEqual({
+        code: 1,
+        stdout: `${line}\n`,
+        stderr: `${HELPER_PROGRAM}: ${line}\n`,
+      });
     }
   });
 });
@@ -205,7 +222,11 @@ describe("docker-credential-platform list, store, erase and the rest", () => {
       { "localhost:5000": API, "registry.other.example": "https://other.example" },
       { [API]: { token: jwt({ sub: "0a1b2c3d" }), expiry: inAnHour(), kind: "browser" } },
     );
-    expect(await helper(["list"], env)).toEqual({ code: 0, stdout: '{"localhost:5000":"0a1b2c3d","registry.other.example":"platform"}\n', stderr: "" });
+    expect(await helper(["list"], env)).toEqual({
+      code: 0,
+      stdout: '{"localhost:5000":"0a1b2c3d","registry.other.example":"platform"}\n',
+      stderr: "",
+    });
     expect(await helper(["list"], (await setup({}, {})).env)).toEqual({ code: 0, stdout: "{}\n", stderr: "" });
   });
 
@@ -214,7 +235,11 @@ describe("docker-credential-platform list, store, erase and the rest", () => {
     const { env, store } = await setup({ "localhost:5000": API }, { [API]: { token, expiry: inAnHour(), kind: "browser" } });
     const files = async () => [await readFile(store.configFile, "utf8"), await readFile(store.tokensFile, "utf8")];
     const before = await files();
-    const stored = await helper(["store"], env, JSON.stringify({ ServerURL: "localhost:5000", Username: "someone", Secret: "typed-password" }));
+    const stored = await helper(
+      ["store"],
+      env,
+      JSON.stringify({ ServerURL: "localhost:5000", Username: "someone", Secret: "typed-password" }),
+    );
     expect(stored).toEqual({ code: 0, stdout: "", stderr: "" });
     expect(await helper(["erase"], env, "localhost:5000")).toEqual({ code: 0, stdout: "", stderr: "" });
     expect(await files()).toEqual(before);
@@ -250,8 +275,15 @@ describe("docker-credential-platform list, store, erase and the rest", () => {
 
 describe("bin/docker-credential-platform.js", () => {
   /** The launcher docker runs: `node bin/docker-credential-platform.js <action>` with `input` on stdin. */
-  function spawnHelper(args: string[], env: NodeJS.ProcessEnv, input: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-    const child = spawn(process.execPath, [LAUNCHER, ...args], { env: { PATH: process.env["PATH"], TMPDIR: process.env["TMPDIR"], ...env }, stdio: "pipe" });
+  function spawnHelper(
+    args: string[],
+    env: NodeJS.ProcessEnv,
+    input: string,
+  ): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    const child = spawn(process.execPath, [LAUNCHER, ...args], {
+      env: { PATH: process.env["PATH"], TMPDIR: process.env["TMPDIR"], ...env },
+      stdio: "pipe",
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -263,7 +295,10 @@ describe("bin/docker-credential-platform.js", () => {
   it("answers get with the process's exit code and streams", async () => {
     const token = jwt({ sub: "0a1b2c3d" });
     const { env } = await setup({ "localhost:5000": API }, { [API]: { token, expiry: inAnHour(), kind: "browser" } });
-    const [found, missing] = await Promise.all([spawnHelper(["get"], env, "localhost:5000\n"), spawnHelper(["get"], env, "localhost:5001\n")]);
+    const [found, missing] = await Promise.all([
+      spawnHelper(["get"], env, "localhost:5000\n"),
+      spawnHelper(["get"], env, "localhost:5001\n"),
+    ]);
     expect(found).toEqual({ code: 0, stdout: `{"ServerURL":"localhost:5000","Username":"0a1b2c3d","Secret":"${token}"}\n`, stderr: "" });
     expect(missing).toEqual({ code: 1, stdout: `${NOT_FOUND_MESSAGE}\n`, stderr: "" });
   });
@@ -283,7 +318,11 @@ describe("bin/docker-credential-platform.js", () => {
     child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
     const code = await new Promise((resolve) => child.on("close", resolve));
-    expect({ code, stdout, stderr }).toEqual({ code: 0, stdout: `{"ServerURL":"localhost:5000","Username":"0a1b2c3d","Secret":"${token}"}\n`, stderr: "" });
+    expect({ code, stdout, stderr }).toEqual({
+      code: 0,
+      stdout: `{"ServerURL":"localhost:5000","Username":"0a1b2c3d","Secret":"${token}"}\n`,
+      stderr: "",
+    });
   });
 
   it("is a bin of the package", async () => {

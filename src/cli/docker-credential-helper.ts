@@ -74,7 +74,10 @@ async function get(io: CliIo, store: ConfigStore): Promise<number> {
 
 async function list(io: CliIo, store: ConfigStore): Promise<number> {
   const entries = await Promise.all(
-    Object.entries(await store.registries()).map(async ([host, api]) => [host, usernameOf(io.env["PLATFORM_TOKEN"] || (await store.token(api))?.token)]),
+    Object.entries(await store.registries()).map(async ([host, api]) => [
+      host,
+      usernameOf(io.env["PLATFORM_TOKEN"] || (await store.token(api))?.token),
+    ]),
   );
   io.stdout.write(`${JSON.stringify(Object.fromEntries(entries))}\n`);
   return 0;

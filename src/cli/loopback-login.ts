@@ -79,13 +79,21 @@ export async function startLoopbackLogin(timeoutMs: number): Promise<LoopbackLog
 
   const handle = (params: URLSearchParams): Outcome => {
     if (!sameState(state, params.get("state"))) {
-      return { status: 400, html: page("Login refused", "This answer does not belong to the login in progress (state mismatch)."), final: false };
+      return {
+        status: 400,
+        html: page("Login refused", "This answer does not belong to the login in progress (state mismatch)."),
+        final: false,
+      };
     }
     const error = params.get("error");
     if (error) {
       const description = params.get("error_description") ?? "";
       finish({ error: new CliError(`login failed: ${error}${description ? `: ${description}` : ""}`, EXIT.auth) });
-      return { status: 200, html: page("Login failed", `${error}${description ? `: ${description}` : ""}. Return to the terminal.`), final: true };
+      return {
+        status: 200,
+        html: page("Login failed", `${error}${description ? `: ${description}` : ""}. Return to the terminal.`),
+        final: true,
+      };
     }
     const token = params.get("token");
     const expiry = params.get("expiry");
@@ -121,7 +129,10 @@ export async function startLoopbackLogin(timeoutMs: number): Promise<LoopbackLog
   const redirectUri = `http://127.0.0.1:${(server.address() as AddressInfo).port}/callback`;
   timer = setTimeout(() => {
     finish({
-      error: new CliError(`login timed out after ${formatSeconds(timeoutMs / 1000)}: no answer reached ${redirectUri}; run platformctl auth login again`, EXIT.auth),
+      error: new CliError(
+        `login timed out after ${formatSeconds(timeoutMs / 1000)}: no answer reached ${redirectUri}; run platformctl auth login again`,
+        EXIT.auth,
+      ),
     });
     close();
   }, timeoutMs);

@@ -26,7 +26,15 @@ function fit(text: string, full: boolean | undefined): string {
 export function renderTable(columns: Column[], items: JsonObject[]): string {
   const rows = [columns.map((c) => c.header), ...items.map((item) => columns.map((c) => fit(c.value(item), c.full)))];
   const widths = columns.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => `${r.map((cell, i) => cell.padEnd(widths[i]!)).join("  ").trimEnd()}\n`).join("");
+  return rows
+    .map(
+      (r) =>
+        `${r
+          .map((cell, i) => cell.padEnd(widths[i]!))
+          .join("  ")
+          .trimEnd()}\n`,
+    )
+    .join("");
 }
 
 // Cell formatters for the REST JSON.

@@ -20,7 +20,9 @@ export function buildProgram(io: CliIo = processIo()): Command {
     .description("command-line client of the Platform API v2")
     .version(version)
     .option("--api <url>", "the API URL (default: $PLATFORM_API, then the last one logged in to, then http://localhost:8080)")
-    .addOption(new Option("-o, --output <format>", "table (aligned columns) or json (the REST JSON)").choices(["table", "json"]).default("table"))
+    .addOption(
+      new Option("-o, --output <format>", "table (aligned columns) or json (the REST JSON)").choices(["table", "json"]).default("table"),
+    )
     // Sub-commands inherit these: usage errors throw instead of exiting, so they get exit code 2.
     .exitOverride()
     .showHelpAfterError("(run with --help for usage)")

@@ -4,7 +4,17 @@ import { MAX_REGISTRY_HOST_BYTES, parseRegistryHost, registryHostProblem, server
 
 describe("registry hosts", () => {
   it("accepts names, IPv4 and bracketed IPv6 addresses, each with or without a port, and lower-cases them", () => {
-    for (const host of ["localhost", "localhost:5000", "registry.example.com", "reg-1.example.com:443", "127.0.0.1:5000", "[::1]:5000", "[fe80::1]", "a:1", "a:65535"]) {
+    for (const host of [
+      "localhost",
+      "localhost:5000",
+      "registry.example.com",
+      "reg-1.example.com:443",
+      "127.0.0.1:5000",
+      "[::1]:5000",
+      "[fe80::1]",
+      "a:1",
+      "a:65535",
+    ]) {
       expect(registryHostProblem(host), host).toBeUndefined();
     }
     expect(parseRegistryHost("Registry.Example.COM:5000", "--registry")).toBe("registry.example.com:5000");

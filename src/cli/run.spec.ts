@@ -88,7 +88,11 @@ describe("runCli", () => {
 
   it("wraps the help at the given stdout's width when it is a terminal, at 80 columns when not", async () => {
     // `iam`'s description: a paragraph of some 130 characters, the second block of its help
-    const description = (help: string) => help.split("\n\n")[1]!.split("\n").map((l) => l.length);
+    const description = (help: string) =>
+      help
+        .split("\n\n")[1]!
+        .split("\n")
+        .map((l) => l.length);
     const narrow = capture({}, { columns: 50, colors: false });
     await runCli(["iam", "--help"], narrow.io);
     expect(description(narrow.stdout()).length).toBeGreaterThan(2);

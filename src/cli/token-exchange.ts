@@ -1,6 +1,6 @@
 import { readFile, stat } from "node:fs/promises";
 import { resolve } from "node:path";
-import { ApiError, CliError, EXIT } from "./errors.js";
+import { type ApiError, CliError, EXIT } from "./errors.js";
 import { errorOf, fetchOrFail } from "./api-client.js";
 import type { IdentityTokenSource } from "./config-store.js";
 
@@ -27,7 +27,10 @@ export async function readIdentityToken(source: IdentityTokenSource): Promise<st
   try {
     text = await readFile(source.file, "utf8");
   } catch (e) {
-    throw new CliError(`cannot read the identity token file ${source.file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, EXIT.auth);
+    throw new CliError(
+      `cannot read the identity token file ${source.file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      EXIT.auth,
+    );
   }
   const token = text.trim();
   if (!JWT_SHAPE.test(token)) throw new CliError(`the identity token file ${source.file} does not hold a JWT`, EXIT.auth);
@@ -54,6 +57,7 @@ function explain(err: ApiError, identity: string): CliError {
       EXIT.auth,
     );
   }
-  if (err.status.code === 3 && err.message.includes("aud:")) return new CliError(`${err.message} (choose it with --audience)`, err.exitCode);
+  if (err.status.code === 3 && err.message.includes("aud:"))
+    return new CliError(`${err.message} (choose it with --audience)`, err.exitCode);
   return err;
 }

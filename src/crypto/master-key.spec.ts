@@ -48,7 +48,7 @@ describe("decodeMasterKey", () => {
     }
     // The last character's two spare bits set: it would silently decode to the same key.
     const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    const nonCanonical = b64.slice(0, 42) + alphabet[alphabet.indexOf(b64[42]!) + 1]! + "=";
+    const nonCanonical = `${b64.slice(0, 42) + alphabet[alphabet.indexOf(b64[42]!) + 1]!}=`;
     expect(decodeMasterKey(nonCanonical)).toBeUndefined();
     // Mixed alphabets are not one base64 spelling.
     expect(decodeMasterKey("+".repeat(21) + "_".repeat(22))).toBeUndefined();

@@ -29,7 +29,9 @@ afterEach(async () => {
 /** Opens the store (a start), runs `body` and closes it again. */
 async function start<T>(body: (handle: DatabaseHandle) => Promise<T>): Promise<T> {
   if (!store.databaseUrl) pglite ??= new PGlite(join(store.dir, "pglite"));
-  const handle = await openDatabase(store.databaseUrl ? { pgliteDir: "memory://", databaseUrl: store.databaseUrl } : { pgliteDir: "memory://", pglite });
+  const handle = await openDatabase(
+    store.databaseUrl ? { pgliteDir: "memory://", databaseUrl: store.databaseUrl } : { pgliteDir: "memory://", pglite },
+  );
   try {
     return await body(handle);
   } finally {
@@ -57,8 +59,15 @@ async function builtInRows(db: Database): Promise<Row[]> {
 }
 
 const byUid = <T extends { uid: string }>(rows: readonly T[]) => [...rows].sort((a, b) => (a.uid < b.uid ? -1 : a.uid > b.uid ? 1 : 0));
-const catalogue = byUid(BUILT_IN_ROLES).map((r) => ({ uid: r.uid, path: r.uid, name: r.name, description: r.description, capabilities: r.capabilities }));
-const content = (rows: Row[]) => rows.map(({ uid, path, name, description, capabilities }) => ({ uid, path, name, description, capabilities }));
+const catalogue = byUid(BUILT_IN_ROLES).map((r) => ({
+  uid: r.uid,
+  path: r.uid,
+  name: r.name,
+  description: r.description,
+  capabilities: r.capabilities,
+}));
+const content = (rows: Row[]) =>
+  rows.map(({ uid, path, name, description, capabilities }) => ({ uid, path, name, description, capabilities }));
 const sorted = (uids: string[]) => [...uids].sort();
 
 /** A role held by a group, which the catalogue must never touch. */
@@ -66,9 +75,16 @@ async function insertCustomRole(db: Database): Promise<string> {
   const group = newRootUid();
   const uid = "0123456789abcdef";
   await db.insert(schema.groups).values({ uid: group, name: "org", createTime: T0, updateTime: T0 });
-  await db
-    .insert(schema.roles)
-    .values({ uid, parentUid: group, path: `${group}/${uid}`, name: "viewer", description: "mine", capabilities: ["repo.list"], createTime: T0, updateTime: T0 });
+  await db.insert(schema.roles).values({
+    uid,
+    parentUid: group,
+    path: `${group}/${uid}`,
+    name: "viewer",
+    description: "mine",
+    capabilities: ["repo.list"],
+    createTime: T0,
+    updateTime: T0,
+  });
   return uid;
 }
 
@@ -92,7 +108,10 @@ describe("built-in roles written at start", () => {
 
   it("restores a built-in row changed or deleted by hand at the next start, and only those rows", async () => {
     const { before, custom } = await start(async ({ db }) => {
-      await db.update(schema.roles).set({ capabilities: ["repo.list"], description: "changed by hand" }).where(eq(schema.roles.uid, "viewer"));
+      await db
+        .update(schema.roles)
+        .set({ capabilities: ["repo.list"], description: "changed by hand" })
+        .where(eq(schema.roles.uid, "viewer"));
       await db.update(schema.roles).set({ name: "renamed", path: "renamed" }).where(eq(schema.roles.uid, "editor"));
       await db.delete(schema.roles).where(eq(schema.roles.uid, "registry.push"));
       const custom = await insertCustomRole(db);
@@ -105,7 +124,8 @@ describe("built-in roles written at start", () => {
       expect(content(after)).toEqual(catalogue);
       const untouched = before.filter((r) => !["editor", "viewer"].includes(r.uid));
       expect(after.filter((r) => untouched.some((u) => u.uid === r.uid))).toEqual(untouched);
-      for (const uid of ["editor", "viewer"]) expect(after.find((r) => r.uid === uid)?.xmin).not.toBe(before.find((r) => r.uid === uid)?.xmin);
+      for (const uid of ["editor", "viewer"])
+        expect(after.find((r) => r.uid === uid)?.xmin).not.toBe(before.find((r) => r.uid === uid)?.xmin);
       const [customRow] = await db.select().from(schema.roles).where(eq(schema.roles.uid, custom));
       expect(customRow).toMatchObject({ name: "viewer", description: "mine", capabilities: ["repo.list"] });
     });
@@ -125,7 +145,15 @@ describe("built-in roles written at start", () => {
   });
 
   it("deletes a built-in row the catalogue dropped unless a binding, invite or IdP still refers to it", async () => {
-    const legacy = (name: string) => ({ uid: name, parentUid: null, path: name, name, capabilities: ["repo.list"], createTime: T0, updateTime: T0 });
+    const legacy = (name: string) => ({
+      uid: name,
+      parentUid: null,
+      path: name,
+      name,
+      capabilities: ["repo.list"],
+      createTime: T0,
+      updateTime: T0,
+    });
     const referenced = ["legacy.binding", "legacy.idp", "legacy.invite", "legacy.root"];
     await start(async ({ db }) => {
       await db.insert(schema.roles).values(["legacy.free", ...referenced].map(legacy));
@@ -134,8 +162,12 @@ describe("built-in roles written at start", () => {
       const identity = newChildUid(group);
       await db.insert(schema.groups).values({ uid: group, name: "refs", createTime: T0, updateTime: T0 });
       await db.insert(schema.identities).values({ uid: identity, parentUid: group, name: "ci", createTime: T0, updateTime: T0 });
-      await db.insert(schema.roleBindings).values({ uid: newChildUid(group), parentUid: group, identityUid: identity, roleUid: "legacy.binding", createTime: T0 });
-      await db.insert(schema.rootRoleBindings).values({ uid: newRootBindingUid(), identityUid: identity, roleUid: "legacy.root", createTime: T0 });
+      await db
+        .insert(schema.roleBindings)
+        .values({ uid: newChildUid(group), parentUid: group, identityUid: identity, roleUid: "legacy.binding", createTime: T0 });
+      await db
+        .insert(schema.rootRoleBindings)
+        .values({ uid: newRootBindingUid(), identityUid: identity, roleUid: "legacy.root", createTime: T0 });
       await db.insert(schema.groupInvites).values({
         uid: newChildUid(group),
         parentUid: group,

@@ -30,13 +30,19 @@ describe("openDatabase on a PGlite the caller opened", () => {
       expect(handle.kind).toBe("pglite");
       expect(handle.builtInRoles.written).toContain("owner");
       const heard: string[] = [];
-      await handle.listen("platform_test", (payload) => heard.push(payload), () => {});
+      await handle.listen(
+        "platform_test",
+        (payload) => heard.push(payload),
+        () => {},
+      );
       await pglite.query("select pg_notify('platform_test', 'before')");
       await new Promise((resolve) => setTimeout(resolve, 0));
       expect(heard).toEqual(["before"]);
 
       await handle.close();
-      expect((await pglite.query<{ n: number }>("select count(*)::int as n from roles where parent_uid is null")).rows[0]?.n).toBeGreaterThan(0);
+      expect(
+        (await pglite.query<{ n: number }>("select count(*)::int as n from roles where parent_uid is null")).rows[0]?.n,
+      ).toBeGreaterThan(0);
       await pglite.query("select pg_notify('platform_test', 'after')");
       await new Promise((resolve) => setTimeout(resolve, 0));
       expect(heard).toEqual(["before"]);
@@ -48,7 +54,9 @@ describe("openDatabase on a PGlite the caller opened", () => {
   it("refuses a PGlite given with a PostgreSQL URL", async () => {
     const store = await takePgliteStore();
     try {
-      await expect(openDatabase({ databaseUrl: "postgres://127.0.0.1:1/none", pgliteDir: "memory://", pglite: store.store })).rejects.toThrow(/one or the other/);
+      await expect(
+        openDatabase({ databaseUrl: "postgres://127.0.0.1:1/none", pgliteDir: "memory://", pglite: store.store }),
+      ).rejects.toThrow(/one or the other/);
     } finally {
       store.release();
     }

@@ -27,7 +27,9 @@ export class DirectoryInUseError extends Error {
     readonly holder: LockHolder | undefined,
   ) {
     const where = holder?.host !== undefined && holder.host !== hostname() ? ` on host ${holder.host}` : "";
-    const who = holder ? `process ${holder.pid}${where}${holder.port === undefined ? "" : ` (serving on port ${holder.port})`}` : "another process";
+    const who = holder
+      ? `process ${holder.pid}${where}${holder.port === undefined ? "" : ` (serving on port ${holder.port})`}`
+      : "another process";
     super(
       `the data directory ${dir} is in use by ${who}: the embedded store (PGlite) serves one process only. ` +
         "Stop that server first, give this one another PLATFORM_DATA_DIR, or run replicas on PostgreSQL (DATABASE_URL)",
@@ -96,7 +98,9 @@ async function flockLock(dir: string): Promise<DirectoryLock | undefined> {
   child.unref();
   (child.stdin as unknown as { unref(): void }).unref();
   const exited =
-    child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    child.exitCode !== null || child.signalCode !== null
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const info: LockHolder = { pid: process.pid, host: hostname() };
   const write = () => writeFileSync(path, JSON.stringify(info), { mode: 0o600 });
   return {
@@ -115,7 +119,9 @@ async function flockLock(dir: string): Promise<DirectoryLock | undefined> {
 }
 
 /** One `flock -n` child: "locked" when it holds the lock (and keeps it until its stdin ends). */
-async function tryFlock(path: string): Promise<{ child: ChildProcessByStdio<Writable, Readable, Readable>; outcome: "locked" | "busy" | "missing" | Error }> {
+async function tryFlock(
+  path: string,
+): Promise<{ child: ChildProcessByStdio<Writable, Readable, Readable>; outcome: "locked" | "busy" | "missing" | Error }> {
   // The shell says it has the lock, then becomes `cat`, which holds the inherited descriptor
   // until its standard input (our pipe) ends.
   const child = spawn("flock", ["-x", "-n", path, "/bin/sh", "-c", "echo locked && exec cat >/dev/null"], {
@@ -193,7 +199,9 @@ function fileLock(dir: string, afterStale: () => void = () => {}): DirectoryLock
     if (!exclusive(takeover)) {
       const taker = readHolderNow(takeover);
       if (taker && running(taker.pid)) throw new DirectoryInUseError(dir, taker);
-      throw new Error(`${takeover} was left by a process that ended while taking over ${path}: remove it by hand once no server runs on ${dir}`);
+      throw new Error(
+        `${takeover} was left by a process that ended while taking over ${path}: remove it by hand once no server runs on ${dir}`,
+      );
     }
     try {
       const again = readHolderNow(path);

@@ -18,12 +18,13 @@ export interface GroupContent {
 
 /** The labels of what `groupUid` still holds of `contents`, in one query; empty when the group is empty. */
 export async function groupContents(db: Executor, groupUid: string, contents: readonly GroupContent[]): Promise<string[]> {
-  const checks = contents.map(
-    (c) => sql`exists(select 1 from ${c.table} where ${eq(c.parentUid, groupUid)})`,
-  );
+  const checks = contents.map((c) => sql`exists(select 1 from ${c.table} where ${eq(c.parentUid, groupUid)})`);
   const [row] = await queryRows<Record<string, boolean>>(
     db,
-    sql`select ${sql.join(checks.map((c, i) => sql`${c} as ${sql.identifier(`c${i}`)}`), sql`, `)}`,
+    sql`select ${sql.join(
+      checks.map((c, i) => sql`${c} as ${sql.identifier(`c${i}`)}`),
+      sql`, `,
+    )}`,
   );
   return contents.filter((_, i) => row?.[`c${i}`] === true).map((c) => c.label);
 }

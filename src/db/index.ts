@@ -1,7 +1,30 @@
-export { openDatabase, POSTGRES_POOL_SIZE, queryRows, type Database, type DatabaseHandle, type Executor, type Transaction } from "./client.js";
+export {
+  openDatabase,
+  POSTGRES_POOL_SIZE,
+  queryRows,
+  type Database,
+  type DatabaseHandle,
+  type Executor,
+  type Transaction,
+} from "./client.js";
 export * as schema from "./schema.js";
 export { syncBuiltInRoles, type BuiltInRolesSync } from "./built-in-roles.js";
-export { newRootUid, newChildUid, newRootBindingUid, parentOf, organizationOf, groupAndAncestors, uidDepth, uidProblem, UID_SHAPES, MAX_GROUP_DEPTH, MAX_UID_SEGMENTS, MAX_UID_LENGTH, isAnyUid, type UidKind } from "./uid.js";
+export {
+  newRootUid,
+  newChildUid,
+  newRootBindingUid,
+  parentOf,
+  organizationOf,
+  groupAndAncestors,
+  uidDepth,
+  uidProblem,
+  UID_SHAPES,
+  MAX_GROUP_DEPTH,
+  MAX_UID_SEGMENTS,
+  MAX_UID_LENGTH,
+  isAnyUid,
+  type UidKind,
+} from "./uid.js";
 export { isUniqueViolation, isForeignKeyViolation, isDataError, isDatabaseUnavailable } from "./pg-errors.js";
 export { groupContents, type GroupContent } from "./group-contents.js";
 export { countRoleBindings, deleteGroupRoleBindings } from "./role-binding-rules.js";

@@ -42,8 +42,12 @@ describe("keepBuiltInTypeParsers", () => {
        join pg_type t on t.oid = a.atttypid
        where n.nspname = 'public' and c.relkind = 'r' and a.attnum > 0 and not a.attisdropped`,
     );
-    expect(columns.rows.map((c) => c.name)).toEqual(expect.arrayContaining(["text", "text[]", "timestamp with time zone", "jsonb", "bigint", "boolean", "integer"]));
-    const lost = columns.rows.flatMap((c) => [c.oid, c.array]).filter((oid) => oid && parsedBefore.has(String(oid)) && !client.parsers[oid]);
+    expect(columns.rows.map((c) => c.name)).toEqual(
+      expect.arrayContaining(["text", "text[]", "timestamp with time zone", "jsonb", "bigint", "boolean", "integer"]),
+    );
+    const lost = columns.rows
+      .flatMap((c) => [c.oid, c.array])
+      .filter((oid) => oid && parsedBefore.has(String(oid)) && !client.parsers[oid]);
     expect(lost).toEqual([]);
   });
 

@@ -14,7 +14,10 @@ export async function keepBuiltInTypeParsers(client: PGlite): Promise<void> {
   await client.waitReady;
   const builtIn = Object.keys(types.parsers);
   const oids = builtIn.map(Number).filter((oid) => Number.isInteger(oid));
-  const arrays = await client.query<{ typarray: number }>("select typarray::int as typarray from pg_type where oid = any($1::oid[]) and typarray <> 0", [oids]);
+  const arrays = await client.query<{ typarray: number }>(
+    "select typarray::int as typarray from pg_type where oid = any($1::oid[]) and typarray <> 0",
+    [oids],
+  );
   const kept: PGlite["parsers"] = {};
   for (const key of [...builtIn, ...arrays.rows.map((r) => String(r.typarray))]) {
     const parser = client.parsers[key];

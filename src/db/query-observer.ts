@@ -77,7 +77,9 @@ export function observedPglite<T extends PGlite | PgliteTransaction>(client: T, 
       }
       if (prop === "transaction") {
         return (fn: (tx: PgliteTransaction) => unknown) =>
-          (value as (f: (tx: PgliteTransaction) => unknown) => unknown).call(target, (tx: PgliteTransaction) => fn(observedPglite(tx, observe)));
+          (value as (f: (tx: PgliteTransaction) => unknown) => unknown).call(target, (tx: PgliteTransaction) =>
+            fn(observedPglite(tx, observe)),
+          );
       }
       // PGlite keeps state in private fields: its methods must run on the PGlite itself, not the proxy.
       return (value as (...a: unknown[]) => unknown).bind(target);

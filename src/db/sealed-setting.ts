@@ -14,7 +14,10 @@ export const settingContext = (key: string): string => `settings:${key}`;
  */
 export async function loadSealedSetting(db: Database, box: SecretBox, key: string, generate: () => string): Promise<string> {
   const context = settingContext(key);
-  await db.insert(settings).values({ key, value: box.seal(generate(), context) }).onConflictDoNothing();
+  await db
+    .insert(settings)
+    .values({ key, value: box.seal(generate(), context) })
+    .onConflictDoNothing();
   const [row] = await db.select().from(settings).where(eq(settings.key, key));
   if (!row) throw new Error(`setting ${key} missing after insert`);
   const plain = box.open(row.value, context);

@@ -35,7 +35,9 @@ describe("migration 0010_subscription_creators", () => {
       const now = "2030-01-01T00:00:00.000Z";
       await db.execute(sql`INSERT INTO groups (uid, parent_uid, name, create_time, update_time) VALUES ('g', NULL, 'g', ${now}, ${now})`);
       for (const uid of ["g/updated", "g/created", "g/unknown"]) {
-        await db.execute(sql`INSERT INTO subscriptions (uid, parent_uid, sink, secret, create_time, update_time) VALUES (${uid}, 'g', 'https://example.com/', 's', ${now}, ${now})`);
+        await db.execute(
+          sql`INSERT INTO subscriptions (uid, parent_uid, sink, secret, create_time, update_time) VALUES (${uid}, 'g', 'https://example.com/', 's', ${now}, ${now})`,
+        );
       }
       const event = (uid: string, type: string, subject: string, actor: string) =>
         db.execute(sql`INSERT INTO events (uid, type, source, subject, actor, parent_uid, time, data)
@@ -44,13 +46,18 @@ describe("migration 0010_subscription_creators", () => {
       await event("e2", "platform.events.subscription.updated.v1", "g/updated", "g/bob");
       await event("e3", "platform.registry.repo.created.v1", "g/updated", "g/mallory");
       await event("e4", "platform.events.subscription.created.v1", "g/created", "g/carol");
-      for (const [sub, ev] of [["g/created", "e4"], ["g/unknown", "e3"]]) {
+      for (const [sub, ev] of [
+        ["g/created", "e4"],
+        ["g/unknown", "e3"],
+      ]) {
         await db.execute(sql`INSERT INTO event_deliveries (subscription_uid, event_uid, event_seq, subject, next_attempt_time, deadline)
           VALUES (${sub}, ${ev}, 1, 's', ${now}, ${now})`);
       }
 
       await migrate(db, { migrationsFolder: migrations });
-      const rows = await db.execute<{ uid: string; creator_uid: string | null; state: string }>(sql`SELECT uid, creator_uid, state FROM subscriptions ORDER BY uid`);
+      const rows = await db.execute<{ uid: string; creator_uid: string | null; state: string }>(
+        sql`SELECT uid, creator_uid, state FROM subscriptions ORDER BY uid`,
+      );
       expect(rows.rows).toEqual([
         { uid: "g/created", creator_uid: "g/carol", state: "active" },
         { uid: "g/unknown", creator_uid: null, state: "stopped" },

@@ -1,5 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { groupAndAncestors, MAX_GROUP_DEPTH, MAX_UID_LENGTH, MAX_UID_SEGMENTS, newChildUid, newRootUid, uidDepth, uidProblem } from "./uid.js";
+import {
+  groupAndAncestors,
+  MAX_GROUP_DEPTH,
+  MAX_UID_LENGTH,
+  MAX_UID_SEGMENTS,
+  newChildUid,
+  newRootUid,
+  uidDepth,
+  uidProblem,
+} from "./uid.js";
 
 /** A group `depth` segments deep. */
 function groupAt(depth: number): string {
@@ -35,6 +44,8 @@ describe("uid bounds", () => {
     const all = groupAndAncestors(uid);
     expect(all).toHaveLength(MAX_GROUP_DEPTH);
     expect(all.at(-1)).toBe(uid);
-    all.forEach((g, i) => expect(uidDepth(g)).toBe(i + 1));
+    all.forEach((g, i) => {
+      expect(uidDepth(g)).toBe(i + 1);
+    });
   });
 });

@@ -40,7 +40,10 @@ afterEach(() => {
 
 describe("dnsResolver", () => {
   it("resolves a name's A and AAAA records, refuses an unknown one, and answers localhost itself", async () => {
-    const ns = await nameServer({ "public.test": { A: ["93.184.216.34"], AAAA: ["2606:2800:220:1::1"] }, "v6only.test": { AAAA: ["2001:db8::5"] } });
+    const ns = await nameServer({
+      "public.test": { A: ["93.184.216.34"], AAAA: ["2606:2800:220:1::1"] },
+      "v6only.test": { AAAA: ["2001:db8::5"] },
+    });
     const resolve = dnsResolver({ servers: [ns.server], timeoutMs: 1000, tries: 1 });
     expect(await resolve("Public.TEST.")).toEqual([
       { address: "93.184.216.34", family: 4 },
@@ -77,7 +80,8 @@ describe("dnsResolver", () => {
     let lookupsEnded = false;
     void lookups.then(() => (lookupsEnded = true));
     // pbkdf2 runs on the thread pool (as WebCrypto's token checks and file I/O do): 16 jobs, more than the pool has threads.
-    const hash = () => new Promise<void>((resolve, reject) => pbkdf2("password", "salt", 1000, 32, "sha256", (e) => (e ? reject(e) : resolve())));
+    const hash = () =>
+      new Promise<void>((resolve, reject) => pbkdf2("password", "salt", 1000, 32, "sha256", (e) => (e ? reject(e) : resolve())));
     await Promise.all(Array.from({ length: 16 }, hash));
     expect(lookupsEnded).toBe(false);
     const settled = await lookups;

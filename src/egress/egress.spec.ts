@@ -46,10 +46,12 @@ async function localServer(handler: http.RequestListener, host = "127.0.0.1"): P
   };
 }
 
-const json = (body: unknown, status = 200): http.RequestListener => (_req, res) => {
-  res.writeHead(status, { "content-type": "application/json" });
-  res.end(JSON.stringify(body));
-};
+const json =
+  (body: unknown, status = 200): http.RequestListener =>
+  (_req, res) => {
+    res.writeHead(status, { "content-type": "application/json" });
+    res.end(JSON.stringify(body));
+  };
 
 /** A resolver that answers from `table` (one answer list per call, the last repeating) and counts its calls. */
 function fakeResolver(table: Record<string, string[][]>): Resolve & { calls: string[] } {
@@ -150,7 +152,11 @@ describe("Egress: refused requests are never sent", () => {
   });
 
   it("with the development flag, allows loopback but still refuses private and link-local", async () => {
-    const resolve = fakeResolver({ "metadata.example": [["169.254.169.254"]], "lan.example": [["192.168.1.10"]], "cgnat.example": [["100.64.1.1"]] });
+    const resolve = fakeResolver({
+      "metadata.example": [["169.254.169.254"]],
+      "lan.example": [["192.168.1.10"]],
+      "cgnat.example": [["100.64.1.1"]],
+    });
     const connect = connectSpy();
     const egress = guard({ allowInsecure: true, resolve, connect });
     for (const host of ["metadata.example", "lan.example", "cgnat.example"]) {
@@ -199,7 +205,19 @@ describe("Egress: connects to the address it checked", () => {
     const dir = mkdtempSync(join(tmpdir(), "egress-tls-"));
     const servernames: string[] = [];
     try {
-      const args = ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1", "-subj", "/CN=localhost"];
+      const args = [
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=localhost",
+      ];
       execFileSync("/usr/bin/openssl", [...args, "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")], { stdio: "ignore" });
       const pem = { key: readFileSync(join(dir, "key.pem")), cert: readFileSync(join(dir, "cert.pem")) };
       const context = tls.createSecureContext(pem);
@@ -278,7 +296,14 @@ describe("Egress: bounded", () => {
         case "/echo": {
           const chunks: Buffer[] = [];
           req.on("data", (c: Buffer) => chunks.push(c));
-          req.on("end", () => json({ method: req.method, type: req.headers["content-type"], auth: req.headers.authorization, body: Buffer.concat(chunks).toString() })(req, res));
+          req.on("end", () =>
+            json({
+              method: req.method,
+              type: req.headers["content-type"],
+              auth: req.headers.authorization,
+              body: Buffer.concat(chunks).toString(),
+            })(req, res),
+          );
           return;
         }
         case "/empty":
@@ -306,7 +331,11 @@ describe("Egress: bounded", () => {
       expect(e.failure, path).toBe("too_large");
     }
     await expect(egress.fetchJson(url("/small-gzip"))).resolves.toEqual({ small: true });
-    await expect(dev({ maxBytes: 400 * 1024 }).fetch(url("/declared")).then((r) => r.text())).resolves.toHaveLength(big.length);
+    await expect(
+      dev({ maxBytes: 400 * 1024 })
+        .fetch(url("/declared"))
+        .then((r) => r.text()),
+    ).resolves.toHaveLength(big.length);
   });
 
   it("gives up after the timeout: no answer, or a body that never ends", async () => {

@@ -188,7 +188,8 @@ export class Egress {
         throw new EgressError("busy", `${what}: ${b.maxInFlight} outbound requests of budget ${b.key} already in flight`);
       }
     }
-    if (this.inFlight >= this.maxInFlight) throw new EgressError("busy", `${what}: ${this.maxInFlight} outbound requests already in flight`);
+    if (this.inFlight >= this.maxInFlight)
+      throw new EgressError("busy", `${what}: ${this.maxInFlight} outbound requests already in flight`);
     this.inFlight++;
     for (const b of budgets) this.inFlightByKey.set(b.key, (this.inFlightByKey.get(b.key) ?? 0) + 1);
     const deadline = AbortSignal.timeout(this.timeoutMs);
@@ -239,7 +240,10 @@ export class Egress {
   private poolFor(url: URL, addresses: readonly LookupAddress[], what: string): Pool {
     // A request that was resolving its name when close() ran: no new pool after the last was closed.
     if (this.closed) throw shuttingDown(what);
-    const key = `${url.origin} ${addresses.map((a) => `${a.family}/${a.address}`).sort().join(",")}`;
+    const key = `${url.origin} ${addresses
+      .map((a) => `${a.family}/${a.address}`)
+      .sort()
+      .join(",")}`;
     let pool = this.pools.get(key);
     if (pool) this.pools.delete(key);
     else {
@@ -284,7 +288,13 @@ export class Egress {
    * so), and undici does not resend a POST: such a request is sent once more, on a connection of
    * its own, when its body can be sent again.
    */
-  private async exchange(url: URL, addresses: readonly LookupAddress[], init: EgressRequestInit, signal: AbortSignal, what: string): Promise<Response> {
+  private async exchange(
+    url: URL,
+    addresses: readonly LookupAddress[],
+    init: EgressRequestInit,
+    signal: AbortSignal,
+    what: string,
+  ): Promise<Response> {
     const pool = this.poolFor(url, addresses, what);
     pool.active++;
     try {
@@ -315,7 +325,10 @@ export class Egress {
     if (res.status >= 300 && res.status < 400) {
       // An unread body would hold the connection.
       await res.body?.cancel().catch(() => {});
-      throw new EgressError("redirect", `${what}: answered ${res.status} to ${res.headers.get("location") ?? "nowhere"} (redirects are not followed)`);
+      throw new EgressError(
+        "redirect",
+        `${what}: answered ${res.status} to ${res.headers.get("location") ?? "nowhere"} (redirects are not followed)`,
+      );
     }
     const body = await readBodyLimited(res, what, this.maxBytes);
     const headers = new Headers();

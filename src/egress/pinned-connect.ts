@@ -33,7 +33,10 @@ export function pinnedLookup(hostname: string, addresses: readonly LookupAddress
       err.code = "ENOTFOUND";
       callback(err, "", 0);
     } else if (options.all) {
-      callback(null, usable.map((a) => ({ address: a.address, family: a.family })));
+      callback(
+        null,
+        usable.map((a) => ({ address: a.address, family: a.family })),
+      );
     } else {
       callback(null, first.address, first.family);
     }

@@ -62,7 +62,13 @@ describe("checkUrl", () => {
   });
 
   it("allows loopback literals (and http) only with the development flag", () => {
-    for (const url of ["https://127.0.0.1:8443/", "http://127.0.0.1:8080/", "http://[::1]:8080/", "http://2130706433/", "http://[::ffff:127.0.0.1]/"]) {
+    for (const url of [
+      "https://127.0.0.1:8443/",
+      "http://127.0.0.1:8080/",
+      "http://[::1]:8080/",
+      "http://2130706433/",
+      "http://[::ffff:127.0.0.1]/",
+    ]) {
       expect(refusal(url, strict), url).toBeDefined();
       expect(refusal(url, development), url).toBeUndefined();
     }

@@ -150,7 +150,8 @@ export function toConnectError(thrown: unknown, onInternal: (cause: unknown) => 
   if (isTransactionConflict(thrown)) {
     return new ConnectError("Aborted: the change conflicted with a concurrent one; retry it", Code.Aborted);
   }
-  if (isDataError(thrown)) return invalidArgument("request", "contains a value that cannot be stored (too large, out of range or not valid text)");
+  if (isDataError(thrown))
+    return invalidArgument("request", "contains a value that cannot be stored (too large, out of range or not valid text)");
   onInternal(thrown);
   return internalError(thrown);
 }

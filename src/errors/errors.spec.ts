@@ -45,7 +45,11 @@ const registry = createRegistry(file_google_rpc_error_details);
 /** The error as a client decodes it: the Status with every detail unpacked. */
 function decoded(err: ConnectError) {
   const status = statusFromBinary(toBinary(StatusSchema, toStatus(err)));
-  return { code: status.code, message: status.message, details: status.details.map((d) => ({ typeUrl: d.typeUrl, value: anyUnpack(d, registry) })) };
+  return {
+    code: status.code,
+    message: status.message,
+    details: status.details.map((d) => ({ typeUrl: d.typeUrl, value: anyUnpack(d, registry) })),
+  };
 }
 
 function errorInfos(err: ConnectError) {
@@ -94,12 +98,20 @@ describe("constructors", () => {
     const missing = notFound("repo", "abc/def");
     expect(missing.code).toBe(Code.NotFound);
     expect(missing.rawMessage).toBe("Not found: repo abc/def");
-    expect(missing.findDetails(ResourceInfoSchema)[0]).toMatchObject({ resourceType: "repo", resourceName: "abc/def", description: "repo does not exist" });
+    expect(missing.findDetails(ResourceInfoSchema)[0]).toMatchObject({
+      resourceType: "repo",
+      resourceName: "abc/def",
+      description: "repo does not exist",
+    });
 
     const twin = alreadyExists("group", "ops", 'a sibling group named "ops" already exists');
     expect(twin.code).toBe(Code.AlreadyExists);
     expect(twin.rawMessage).toBe('Already exists: a sibling group named "ops" already exists');
-    expect(twin.findDetails(ResourceInfoSchema)[0]).toMatchObject({ resourceType: "group", resourceName: "ops", description: 'a sibling group named "ops" already exists' });
+    expect(twin.findDetails(ResourceInfoSchema)[0]).toMatchObject({
+      resourceType: "group",
+      resourceName: "ops",
+      description: 'a sibling group named "ops" already exists',
+    });
   });
 
   it("the detail-less codes: permission denied, out of range, unauthenticated, unimplemented", () => {
@@ -130,7 +142,9 @@ describe("constructors", () => {
     const err = rateLimited("clientip:192.0.2.1", "too many calls", 12.2);
     expect(err.code).toBe(Code.ResourceExhausted);
     expect(err.rawMessage).toBe("Resource exhausted: too many calls");
-    expect(err.findDetails(QuotaFailureSchema)[0]?.violations).toMatchObject([{ subject: "clientip:192.0.2.1", description: "too many calls" }]);
+    expect(err.findDetails(QuotaFailureSchema)[0]?.violations).toMatchObject([
+      { subject: "clientip:192.0.2.1", description: "too many calls" },
+    ]);
     expect(err.metadata.get("retry-after")).toBe("13");
     expect(rateLimited("identity:x", "too many", 0).metadata.get("retry-after")).toBe("1");
   });
@@ -163,7 +177,13 @@ describe("clip", () => {
     const violation = err.findDetails(BadRequestSchema)[0]?.fieldViolations[0];
     expect(violation?.field).toHaveLength(513);
     expect(violation?.description).toHaveLength(513);
-    for (const e of [notFound("group", long), alreadyExists("group", long, long), failedPrecondition("T", long), permissionDenied(long), outOfRange(long)]) {
+    for (const e of [
+      notFound("group", long),
+      alreadyExists("group", long, long),
+      failedPrecondition("T", long),
+      permissionDenied(long),
+      outOfRange(long),
+    ]) {
       expect(e.rawMessage.length).toBeLessThan(600);
     }
     expect(notFound("group", long).findDetails(ResourceInfoSchema)[0]?.resourceName).toHaveLength(513);
@@ -176,7 +196,10 @@ describe("withErrorInfo", () => {
     expect(errorInfos(err)).toHaveLength(1);
     expect(errorInfos(err)[0]).toMatchObject({ reason: "NOT_FOUND", domain: DOMAIN, metadata: {} });
     // The constructor's own detail stays, ahead of ErrorInfo.
-    expect(decoded(err).details.map((d) => d.typeUrl)).toEqual(["type.googleapis.com/google.rpc.ResourceInfo", "type.googleapis.com/google.rpc.ErrorInfo"]);
+    expect(decoded(err).details.map((d) => d.typeUrl)).toEqual([
+      "type.googleapis.com/google.rpc.ResourceInfo",
+      "type.googleapis.com/google.rpc.ErrorInfo",
+    ]);
   });
 
   it("keeps a specific reason and fills in its missing domain", () => {
@@ -223,7 +246,10 @@ describe("toStatusJson", () => {
       code: 3,
       message: "Invalid argument: page_size: must not be negative",
       details: [
-        { "@type": "type.googleapis.com/google.rpc.BadRequest", fieldViolations: [{ field: "page_size", description: "must not be negative" }] },
+        {
+          "@type": "type.googleapis.com/google.rpc.BadRequest",
+          fieldViolations: [{ field: "page_size", description: "must not be negative" }],
+        },
         { "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "INVALID_ARGUMENT", domain: DOMAIN },
       ],
     });

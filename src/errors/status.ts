@@ -1,6 +1,6 @@
 import { create, createRegistry, fromBinary, toJson, type JsonObject } from "@bufbuild/protobuf";
 import { anyPack, AnySchema, type Any } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, type ConnectError } from "@connectrpc/connect";
 import { CodeSchema } from "../../gen/google/rpc/code_pb.js";
 import { file_google_rpc_error_details } from "../../gen/google/rpc/error_details_pb.js";
 import { StatusSchema, type Status } from "../../gen/google/rpc/status_pb.js";

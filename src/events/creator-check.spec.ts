@@ -24,7 +24,10 @@ describe("CreatorCheck", () => {
   it("stops the subscriptions whose creator lost events.list there or was deleted, leaves the others, and sweeps twice for a burst of twenty changes (one, then one for all that came during it)", async () => {
     const org = newRootUid();
     const team = `${org}/${randomBytes(8).toString("hex")}`;
-    for (const [uid, parentUid] of [[org, null], [team, org]] as const) {
+    for (const [uid, parentUid] of [
+      [org, null],
+      [team, org],
+    ] as const) {
       await handle.db.insert(schema.groups).values({ uid, parentUid, name: "g", createTime: NOW, updateTime: NOW });
     }
     const held = new Map<string, Grants>([
@@ -37,7 +40,9 @@ describe("CreatorCheck", () => {
     for (const creator of ["admin", "carol", "owner", "gone", null]) {
       const uid = `${team}/${randomBytes(8).toString("hex")}`;
       subscriptions[creator ?? "none"] = uid;
-      await handle.db.insert(schema.subscriptions).values({ uid, parentUid: team, sink: "https://example.com/", secret: "s", creatorUid: creator, createTime: NOW, updateTime: NOW });
+      await handle.db
+        .insert(schema.subscriptions)
+        .values({ uid, parentUid: team, sink: "https://example.com/", secret: "s", creatorUid: creator, createTime: NOW, updateTime: NOW });
     }
     const check = new CountingCheck({
       db: handle.db,

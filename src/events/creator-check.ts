@@ -90,14 +90,20 @@ export class CreatorCheck {
     const stopped: string[] = [];
     let after = "";
     for (;;) {
-      const page = await queryRows<{ uid: string; parent_uid: string; creator_uid: string }>(this.opts.db, sql`
+      const page = await queryRows<{ uid: string; parent_uid: string; creator_uid: string }>(
+        this.opts.db,
+        sql`
         SELECT uid, parent_uid, creator_uid FROM subscriptions
         WHERE state = 'active' AND creator_uid IS NOT NULL AND uid > ${after}
-        ORDER BY uid LIMIT ${PAGE}`);
+        ORDER BY uid LIMIT ${PAGE}`,
+      );
       for (const s of page) {
         const reason = await creatorRefusal(this.opts.grantsOf, s.creator_uid, s.parent_uid);
         // Only while it still sends for the creator checked: an update meanwhile made someone else vouch for it.
-        if (reason) stopped.push(...(await stopSubscriptions(this.opts.db, sql`uid = ${s.uid} AND creator_uid = ${s.creator_uid}`, reason, this.opts.clock())));
+        if (reason)
+          stopped.push(
+            ...(await stopSubscriptions(this.opts.db, sql`uid = ${s.uid} AND creator_uid = ${s.creator_uid}`, reason, this.opts.clock())),
+          );
       }
       if (page.length < PAGE || this.closed) return stopped;
       after = page[page.length - 1]!.uid;

@@ -30,7 +30,9 @@ describe("declared event types", () => {
   });
 
   it("gives a v1 method the type of its v2 twin", () => {
-    const byName = new Map(methods.filter((m) => m.key.includes(".v2beta1.")).map((m) => [m.key.replace(".v2beta1.", "."), declaredEventType(m.method)]));
+    const byName = new Map(
+      methods.filter((m) => m.key.includes(".v2beta1.")).map((m) => [m.key.replace(".v2beta1.", "."), declaredEventType(m.method)]),
+    );
     for (const { key, method } of methods.filter((m) => writes(m) && m.key.includes(".v1."))) {
       expect(declaredEventType(method), key).toBe(byName.get(key.replace(".v1.", ".")));
     }

@@ -37,16 +37,31 @@ async function subscriptionWithDeliveries(
   const uid = `${group}/${randomBytes(8).toString("hex")}`;
   if (!inGroup) await handle.db.insert(schema.groups).values({ uid: group, parentUid: null, name: "g", createTime: NOW, updateTime: NOW });
   const secret = secrets.seal(`whsec_${randomBytes(32).toString("base64")}`, subscriptionSecretContext(uid));
-  await handle.db.insert(schema.subscriptions).values({ uid, parentUid: group, sink, secret, creatorUid: creator ?? null, createTime: NOW, updateTime: NOW });
+  await handle.db
+    .insert(schema.subscriptions)
+    .values({ uid, parentUid: group, sink, secret, creatorUid: creator ?? null, createTime: NOW, updateTime: NOW });
   for (const [i, subject] of subjects.entries()) {
     const eventUid = `${uid}:${i}:${subject}`;
     const [event] = await handle.db
       .insert(schema.events)
-      .values({ uid: eventUid, type: "platform.registry.repo.created.v1", source: "https://test", subject, parentUid: group, time: NOW, data: {} })
+      .values({
+        uid: eventUid,
+        type: "platform.registry.repo.created.v1",
+        source: "https://test",
+        subject,
+        parentUid: group,
+        time: NOW,
+        data: {},
+      })
       .returning({ seq: schema.events.seq });
-    await handle.db
-      .insert(schema.eventDeliveries)
-      .values({ subscriptionUid: uid, eventUid, eventSeq: event!.seq, subject, nextAttemptTime: new Date(NOW.getTime() - dueMs(i)), deadline: new Date(NOW.getTime() + 86_400_000) });
+    await handle.db.insert(schema.eventDeliveries).values({
+      subscriptionUid: uid,
+      eventUid,
+      eventSeq: event!.seq,
+      subject,
+      nextAttemptTime: new Date(NOW.getTime() - dueMs(i)),
+      deadline: new Date(NOW.getTime() + 86_400_000),
+    });
   }
   return uid;
 }
@@ -144,7 +159,11 @@ const deliveriesOf = (subscription: string) =>
 describe("WebhookDispatcher", () => {
   it("sends another subscription's delivery while a sink hangs with 70 due, holding at most 4 slots for it; a freed slot is filled at once", async () => {
     // More due than a claim ranks (64), and longer: the first claim sees only the slow ones.
-    const slow = await subscriptionWithDeliveries("https://slow.example/hook", Array.from({ length: 70 }, (_, i) => `s${i}`), (i) => 1000 - i);
+    const slow = await subscriptionWithDeliveries(
+      "https://slow.example/hook",
+      Array.from({ length: 70 }, (_, i) => `s${i}`),
+      (i) => 1000 - i,
+    );
     const fast = await subscriptionWithDeliveries("https://fast.example/hook", ["f0"]);
     const { fetch, calls } = controlledFetch();
     const dispatcher = dispatcherWith(fetch);
@@ -209,8 +228,14 @@ describe("WebhookDispatcher", () => {
     held.set("carol", new Grants([{ groupUid: group, capabilities: new Set(["events.list"]) }]));
     held.set("dave", new Grants([{ groupUid: group, capabilities: new Set(["subscriptions.list", "subscriptions.update"]) }]));
     const kept = await subscriptionWithDeliveries("https://kept.example/hook", ["k"], undefined, { inGroup: group, creator: "carol" });
-    const refused = await subscriptionWithDeliveries("https://refused.example/hook", ["r0", "r1"], undefined, { inGroup: group, creator: "dave" });
-    const gone = await subscriptionWithDeliveries("https://gone.example/hook", ["g"], undefined, { inGroup: group, creator: "deleted-identity" });
+    const refused = await subscriptionWithDeliveries("https://refused.example/hook", ["r0", "r1"], undefined, {
+      inGroup: group,
+      creator: "dave",
+    });
+    const gone = await subscriptionWithDeliveries("https://gone.example/hook", ["g"], undefined, {
+      inGroup: group,
+      creator: "deleted-identity",
+    });
     const { fetch, calls } = controlledFetch();
     const dispatcher = dispatcherWith(fetch);
     dispatcher.start();
@@ -220,12 +245,18 @@ describe("WebhookDispatcher", () => {
       const failed = async (uid: string) => (await deliveriesOf(uid)).every((d) => d.state === "failed");
       await untilAsync(async () => (await failed(refused)) && (await failed(gone)) && (await deliveriesOf(kept))[0]!.state === "delivered");
       expect(calls.map((c) => c.url)).toEqual(["https://kept.example/hook"]);
-      const rows = await handle.db.select().from(schema.subscriptions).where(inArray(schema.subscriptions.uid, [kept, refused, gone]));
+      const rows = await handle.db
+        .select()
+        .from(schema.subscriptions)
+        .where(inArray(schema.subscriptions.uid, [kept, refused, gone]));
       const byUid = new Map(rows.map((r) => [r.uid, r]));
       expect(byUid.get(kept)).toMatchObject({ state: "active", lastError: "" });
       expect(byUid.get(refused)).toMatchObject({ state: "stopped", lastError: creatorMayNotList("dave", group), lastErrorTime: NOW });
       expect(byUid.get(gone)).toMatchObject({ state: "stopped", lastError: CREATOR_DELETED });
-      expect((await deliveriesOf(refused)).map((d) => d.last_error)).toEqual([creatorMayNotList("dave", group), creatorMayNotList("dave", group)]);
+      expect((await deliveriesOf(refused)).map((d) => d.last_error)).toEqual([
+        creatorMayNotList("dave", group),
+        creatorMayNotList("dave", group),
+      ]);
     } finally {
       await dispatcher.stop(0);
       await handle.db.delete(schema.subscriptions);
@@ -258,12 +289,15 @@ describe("WebhookDispatcher", () => {
     // a#0 waits for its retry (due in a minute); a#1 and b#2 are due.
     const uid = await subscriptionWithDeliveries("https://order.example/hook", ["a", "a", "b"], (i) => (i === 0 ? -60_000 : 0));
     const dispatcher = dispatcherWith(controlledFetch().fetch);
-    const claimed = async () => (await dispatcher.claim(16)).filter((c) => c.subscription_uid === uid).map((c) => c.uid.replace(`${uid}:`, ""));
+    const claimed = async () =>
+      (await dispatcher.claim(16)).filter((c) => c.subscription_uid === uid).map((c) => c.uid.replace(`${uid}:`, ""));
     try {
       expect(await claimed()).toEqual(["2:b"]);
       for (const settled of ["failed", "delivered"]) {
         // Claims end with the test's dispatcher (no lease runs out): clear them so that what is due can be claimed again.
-        await handle.db.execute(sql`update event_deliveries set state = 'pending', lease_until = null where subscription_uid = ${uid} and event_uid <> ${`${uid}:0:a`}`);
+        await handle.db.execute(
+          sql`update event_deliveries set state = 'pending', lease_until = null where subscription_uid = ${uid} and event_uid <> ${`${uid}:0:a`}`,
+        );
         await handle.db.execute(sql`update event_deliveries set state = ${settled} where event_uid = ${`${uid}:0:a`}`);
         expect((await claimed()).sort(), settled).toEqual(["1:a", "2:b"]);
       }
@@ -276,7 +310,10 @@ describe("WebhookDispatcher", () => {
     // A table never analyzed, as a new store's is (and PGlite's always is: it has no autovacuum).
     // Written as NOT EXISTS, the check became an anti-join that read every pending row (all 200
     // here) per claim on PGlite, and per candidate on PostgreSQL.
-    const backlog = await subscriptionWithDeliveries("https://backlog.example/hook", Array.from({ length: 200 }, (_, i) => `s${i}`));
+    const backlog = await subscriptionWithDeliveries(
+      "https://backlog.example/hook",
+      Array.from({ length: 200 }, (_, i) => `s${i}`),
+    );
     const statement = dispatcherWith(controlledFetch().fetch).claimStatement(16);
     let plan: unknown;
     // EXPLAIN ANALYZE runs the claim: roll it back.
@@ -316,7 +353,10 @@ describe("WebhookDispatcher", () => {
   it("pauses after a failed round, ignoring notifications, and looks again at once when resume() says the database is back", async () => {
     let failing = true;
     const errors: unknown[] = [];
-    const { dispatcher, claims } = dispatcherWhoseClaims(() => (failing ? Promise.reject(new Error("database away")) : undefined), (e) => errors.push(e));
+    const { dispatcher, claims } = dispatcherWhoseClaims(
+      () => (failing ? Promise.reject(new Error("database away")) : undefined),
+      (e) => errors.push(e),
+    );
     dispatcher.start();
     await until(() => claims() === 1);
     // Notifications during the pause (600 s doubled) make it ask nothing.

@@ -329,7 +329,8 @@ export class WebhookDispatcher {
 
   private async deliver(c: Claimed): Promise<void> {
     // Checked here, not only when grants change: what a creator may no longer read is never sent.
-    const refusal = c.subscription_state === "active" ? await creatorRefusal(this.opts.grantsOf, c.creator_uid, c.subscription_group) : STOPPED;
+    const refusal =
+      c.subscription_state === "active" ? await creatorRefusal(this.opts.grantsOf, c.creator_uid, c.subscription_group) : STOPPED;
     if (refusal) {
       await this.refuse(c, refusal);
       return;
@@ -375,12 +376,15 @@ export class WebhookDispatcher {
     const sameCreator = c.creator_uid === null ? sql`creator_uid IS NULL` : sql`creator_uid = ${c.creator_uid}`;
     await stopSubscriptions(db, sql`uid = ${c.subscription_uid} AND ${sameCreator}`, reason, this.opts.clock());
     // A claim taken before the stop was committed is still pending: failed like the others.
-    const failed = await queryRows(db, sql`
+    const failed = await queryRows(
+      db,
+      sql`
       UPDATE event_deliveries d SET state = 'failed', lease_until = NULL, last_error = s.last_error
       FROM subscriptions s
       WHERE d.id = ${c.id} AND d.state = 'pending' AND d.attempts = ${c.attempts}
         AND s.uid = d.subscription_uid AND s.state = 'stopped'
-      RETURNING d.id`);
+      RETURNING d.id`,
+    );
     if (!failed.length) await this.release(c);
   }
 
@@ -405,9 +409,12 @@ export class WebhookDispatcher {
     const subscriptionStatus = (set: ReturnType<typeof sql>) =>
       db.execute(sql`UPDATE subscriptions SET ${set} WHERE uid = ${c.subscription_uid}`);
     if (error === undefined) {
-      const done = await queryRows(db, sql`
+      const done = await queryRows(
+        db,
+        sql`
         UPDATE event_deliveries SET state = 'delivered', deliver_time = ${now.toISOString()}, lease_until = NULL, last_error = ''
-        WHERE ${mine} RETURNING id`);
+        WHERE ${mine} RETURNING id`,
+      );
       if (done.length) await subscriptionStatus(sql`last_delivery_time = ${now.toISOString()}`);
       return;
     }
@@ -415,10 +422,13 @@ export class WebhookDispatcher {
     const next = new Date(now.getTime() + delay);
     const failed = next.getTime() > new Date(c.deadline).getTime();
     const text = error.slice(0, 1000);
-    const settled = await queryRows(db, sql`
+    const settled = await queryRows(
+      db,
+      sql`
       UPDATE event_deliveries SET state = ${failed ? "failed" : "pending"}, next_attempt_time = ${next.toISOString()},
         lease_until = NULL, last_error = ${text}
-      WHERE ${mine} RETURNING id`);
+      WHERE ${mine} RETURNING id`,
+    );
     if (settled.length) await subscriptionStatus(sql`last_error = ${text}, last_error_time = ${now.toISOString()}`);
     if (!failed && this.running && delay < this.pollMs) {
       const t = setTimeout(() => {

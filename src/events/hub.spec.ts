@@ -2,7 +2,7 @@ import { Code } from "@connectrpc/connect";
 import { sql } from "drizzle-orm";
 import { describe, expect, it } from "vitest";
 import { migratedStorePerFile } from "../../test/support/fresh-store.js";
-import { type Database, type DatabaseHandle } from "../db/index.js";
+import type { Database, DatabaseHandle } from "../db/index.js";
 import { EventHub, type LiveBatch, type LiveEvents } from "./hub.js";
 
 // The watchers' hub (docs/design.md, "Watching"): what it hands out when seqs become visible out of order.
@@ -43,7 +43,13 @@ function fakeDb(look: () => Promise<unknown[]>): Database {
 describe("EventHub", () => {
   it("hands out a seq that becomes visible after a higher one (a later commit), once, and nothing from before the start", async () => {
     await commit(1);
-    const hub = new EventHub({ db: handle.db, pollMs: 60_000, onError: (e) => { throw e; } });
+    const hub = new EventHub({
+      db: handle.db,
+      pollMs: 60_000,
+      onError: (e) => {
+        throw e;
+      },
+    });
     hub.start();
     const abort = new AbortController();
     const live: LiveEvents = await hub.subscribe(abort.signal);
@@ -70,10 +76,18 @@ describe("EventHub", () => {
         return (...args: unknown[]) => (looks++, (value as (...a: unknown[]) => unknown).apply(target, args));
       },
     });
-    const hub = new EventHub({ db, pollMs: 60_000, onError: (e) => { throw e; } });
+    const hub = new EventHub({
+      db,
+      pollMs: 60_000,
+      onError: (e) => {
+        throw e;
+      },
+    });
     const abort = new AbortController();
     const ofGroup = (g: string) => hub.subscribe(abort.signal, (row) => row.parentUid === g);
-    const watchers = [await ofGroup("a"), await ofGroup("b"), await ofGroup("c"), await hub.subscribe(abort.signal)].map((w) => w[Symbol.asyncIterator]());
+    const watchers = [await ofGroup("a"), await ofGroup("b"), await ofGroup("c"), await hub.subscribe(abort.signal)].map((w) =>
+      w[Symbol.asyncIterator](),
+    );
     await commit(20, "a");
     await commit(21, "b");
     await commit(22, "a");
@@ -88,9 +102,19 @@ describe("EventHub", () => {
   });
 
   it("counts against each watcher's bytes cap only the rows it keeps: one past it with a batch untaken is ended with RESOURCE_EXHAUSTED, the others go on", async () => {
-    const hub = new EventHub({ db: handle.db, pollMs: 60_000, maxBufferedBytes: 4_000, onError: (e) => { throw e; } });
+    const hub = new EventHub({
+      db: handle.db,
+      pollMs: 60_000,
+      maxBufferedBytes: 4_000,
+      onError: (e) => {
+        throw e;
+      },
+    });
     const abort = new AbortController();
-    const [big, small] = [await hub.subscribe(abort.signal, (row) => row.parentUid === "big"), await hub.subscribe(abort.signal, (row) => row.parentUid === "small")];
+    const [big, small] = [
+      await hub.subscribe(abort.signal, (row) => row.parentUid === "big"),
+      await hub.subscribe(abort.signal, (row) => row.parentUid === "small"),
+    ];
     await commit(30, "big", { pad: "x".repeat(5_000) });
     hub.wake();
     for (let i = 0; i < 100 && hub.buffered.rows === 0; i++) await new Promise((r) => setTimeout(r, 10));
@@ -102,7 +126,10 @@ describe("EventHub", () => {
     await commit(31, "small", { pad: "x".repeat(100) });
     hub.wake();
     for (let i = 0; i < 100 && hub.size === 2; i++) await new Promise((r) => setTimeout(r, 10));
-    await expect(big[Symbol.asyncIterator]().next()).rejects.toMatchObject({ code: Code.ResourceExhausted, rawMessage: expect.stringMatching(/resume with after_id/) });
+    await expect(big[Symbol.asyncIterator]().next()).rejects.toMatchObject({
+      code: Code.ResourceExhausted,
+      rawMessage: expect.stringMatching(/resume with after_id/),
+    });
     expect(hub.size).toBe(1);
     const kept = hub.buffered;
     expect(kept.rows).toBe(1);
@@ -120,7 +147,13 @@ describe("EventHub", () => {
     let lookups = 0;
     // Every look is held at the gate.
     const db = fakeDb(async () => (lookups++, await gate, []));
-    const hub = new EventHub({ db, pollMs: 60_000, onError: (e) => { throw e; } });
+    const hub = new EventHub({
+      db,
+      pollMs: 60_000,
+      onError: (e) => {
+        throw e;
+      },
+    });
     const live = await hub.subscribe(new AbortController().signal);
     hub.wake();
     expect(lookups).toBe(1);

@@ -1,4 +1,13 @@
-export { EventRecorder, actorOf, declaredEventType, newEventUid, type Change, type ChangeCall, type PlainEvent, type EventRecorderOptions } from "./recorder.js";
+export {
+  EventRecorder,
+  actorOf,
+  declaredEventType,
+  newEventUid,
+  type Change,
+  type ChangeCall,
+  type PlainEvent,
+  type EventRecorderOptions,
+} from "./recorder.js";
 export { WebhookDispatcher, subscriptionSecretContext, type DispatcherOptions } from "./dispatcher.js";
 export { cloudEvent, type EventRow } from "./cloud-event.js";
 export { EventHub, DELIVERIES_CHANNEL, EVENTS_CHANNEL, type HubEvent, type LiveBatch, type LiveEvents } from "./hub.js";

@@ -18,13 +18,18 @@ async function groupWithSubscriptions(): Promise<{ group: string; doomed: string
   await handle.db.insert(schema.groups).values({ uid: group, parentUid: null, name: "g", createTime: NOW, updateTime: NOW });
   const [doomed, kept] = [`${group}/00000000000000d1`, `${group}/00000000000000k1`];
   for (const uid of [doomed, kept]) {
-    await handle.db.insert(schema.subscriptions).values({ uid, parentUid: group, sink: "https://example.com", secret: "x", createTime: NOW, updateTime: NOW });
+    await handle.db
+      .insert(schema.subscriptions)
+      .values({ uid, parentUid: group, sink: "https://example.com", secret: "x", createTime: NOW, updateTime: NOW });
   }
   return { group, doomed, kept };
 }
 
 const deliveriesOf = (subject: string) =>
-  queryRows<{ subscription_uid: string }>(handle.db, sql`select subscription_uid from event_deliveries where subject = ${subject} order by subscription_uid`);
+  queryRows<{ subscription_uid: string }>(
+    handle.db,
+    sql`select subscription_uid from event_deliveries where subject = ${subject} order by subscription_uid`,
+  );
 
 const event = (group: string, subject: string) => ({ type: "platform.registry.repo.created.v1", subject, actor: "a", group, data: {} });
 

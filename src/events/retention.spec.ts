@@ -15,7 +15,15 @@ const DAY = 86_400_000;
 async function event(uid: string, ageDays: number): Promise<number> {
   const [row] = await handle.db
     .insert(schema.events)
-    .values({ uid, type: "platform.iam.group.created.v1", source: "https://test", subject: "s", parentUid: null, time: new Date(NOW.getTime() - ageDays * DAY), data: {} })
+    .values({
+      uid,
+      type: "platform.iam.group.created.v1",
+      source: "https://test",
+      subject: "s",
+      parentUid: null,
+      time: new Date(NOW.getTime() - ageDays * DAY),
+      data: {},
+    })
     .returning({ seq: schema.events.seq });
   return row!.seq;
 }
@@ -24,14 +32,36 @@ describe("EventRetention", () => {
   it("deletes events older than the retention and their finished deliveries; keeps newer ones and those still pending", async () => {
     const group = newRootUid();
     await handle.db.insert(schema.groups).values({ uid: group, parentUid: null, name: "g", createTime: NOW, updateTime: NOW });
-    await handle.db.insert(schema.subscriptions).values({ uid: `${group}/0000000000000001`, parentUid: group, sink: "https://example.com", secret: "x", createTime: NOW, updateTime: NOW });
+    await handle.db.insert(schema.subscriptions).values({
+      uid: `${group}/0000000000000001`,
+      parentUid: group,
+      sink: "https://example.com",
+      secret: "x",
+      createTime: NOW,
+      updateTime: NOW,
+    });
     const delivery = (eventUid: string, seq: number, state: string) =>
-      handle.db.insert(schema.eventDeliveries).values({ subscriptionUid: `${group}/0000000000000001`, eventUid, eventSeq: seq, subject: "s", state, nextAttemptTime: NOW, deadline: NOW });
+      handle.db.insert(schema.eventDeliveries).values({
+        subscriptionUid: `${group}/0000000000000001`,
+        eventUid,
+        eventSeq: seq,
+        subject: "s",
+        state,
+        nextAttemptTime: NOW,
+        deadline: NOW,
+      });
     await delivery("old-delivered", await event("old-delivered", 100), "delivered");
     await delivery("old-pending", await event("old-pending", 100), "pending");
     await event("old-plain", 91);
     await event("recent", 89);
-    const retention = new EventRetention({ db: handle.db, clock: () => NOW, retentionMs: 90 * DAY, onError: (e) => { throw e; } });
+    const retention = new EventRetention({
+      db: handle.db,
+      clock: () => NOW,
+      retentionMs: 90 * DAY,
+      onError: (e) => {
+        throw e;
+      },
+    });
     expect(await retention.prune()).toBe(2);
     const left = await handle.db.select({ uid: schema.events.uid }).from(schema.events).orderBy(schema.events.uid);
     expect(left.map((r) => r.uid)).toEqual(["old-pending", "recent"]);
@@ -47,7 +77,14 @@ describe("EventRetention", () => {
     let statements = 0;
     // Every batch comes back full, so only stop() ends the run.
     const db = { execute: async () => (statements++, await gate, [{ n: 5_000 }]) } as unknown as Database;
-    const retention = new EventRetention({ db, clock: () => NOW, retentionMs: DAY, onError: (e) => { throw e; } });
+    const retention = new EventRetention({
+      db,
+      clock: () => NOW,
+      retentionMs: DAY,
+      onError: (e) => {
+        throw e;
+      },
+    });
     retention.start();
     expect(statements).toBe(1);
     let stopped = false;

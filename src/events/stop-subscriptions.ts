@@ -2,7 +2,8 @@ import { sql, type SQL } from "drizzle-orm";
 import { queryRows, type Executor } from "../db/index.js";
 
 /** What a stopped subscription's last error says: its creator was deleted. */
-export const CREATOR_DELETED = "stopped: the identity it sends for (its creator) was deleted; an update by someone who may list its events starts it again";
+export const CREATOR_DELETED =
+  "stopped: the identity it sends for (its creator) was deleted; an update by someone who may list its events starts it again";
 
 /** What a stopped subscription's last error says: its creator lost events.list in its group. */
 export function creatorMayNotList(creator: string, group: string): string {
@@ -17,7 +18,9 @@ export function creatorMayNotList(creator: string, group: string): string {
  * them). Returns the uids stopped.
  */
 export async function stopSubscriptions(db: Executor, which: SQL, reason: string, now: Date): Promise<string[]> {
-  const stopped = await queryRows<{ uid: string }>(db, sql`
+  const stopped = await queryRows<{ uid: string }>(
+    db,
+    sql`
     WITH stopped AS (
       UPDATE subscriptions SET state = 'stopped', last_error = ${reason}, last_error_time = ${now.toISOString()}
       WHERE state = 'active' AND ${which}
@@ -26,6 +29,7 @@ export async function stopSubscriptions(db: Executor, which: SQL, reason: string
       UPDATE event_deliveries SET state = 'failed', lease_until = NULL, last_error = ${reason}
       WHERE state = 'pending' AND subscription_uid IN (SELECT uid FROM stopped)
     )
-    SELECT uid FROM stopped`);
+    SELECT uid FROM stopped`,
+  );
   return stopped.map((s) => s.uid);
 }

@@ -74,7 +74,13 @@ interface GroupSeed {
 
 async function insertGroups(seeds: GroupSeed[]): Promise<void> {
   await handle.db.insert(schema.groups).values(
-    seeds.map((s) => ({ uid: s.uid, parentUid: s.parentUid, name: s.name, createTime: s.createTime ?? T0, updateTime: s.createTime ?? T0 })),
+    seeds.map((s) => ({
+      uid: s.uid,
+      parentUid: s.parentUid,
+      name: s.name,
+      createTime: s.createTime ?? T0,
+      updateTime: s.createTime ?? T0,
+    })),
   );
 }
 
@@ -82,7 +88,10 @@ async function insertGroups(seeds: GroupSeed[]): Promise<void> {
 async function org(n: number): Promise<{ root: string; children: string[] }> {
   const root = newRootUid();
   const children = Array.from({ length: n }, () => newChildUid(root));
-  await insertGroups([{ uid: root, parentUid: null, name: "org" }, ...children.map((uid, i) => ({ uid, parentUid: root, name: `c${String(i).padStart(2, "0")}` }))]);
+  await insertGroups([
+    { uid: root, parentUid: null, name: "org" },
+    ...children.map((uid, i) => ({ uid, parentUid: root, name: `c${String(i).padStart(2, "0")}` })),
+  ]);
   return { root, children: [...children].sort() };
 }
 
@@ -175,12 +184,16 @@ describe("ListEngine paging", () => {
     // Three rows share one create_time, so only the uid tiebreak decides their order across a boundary.
     const seeds = [3, 1, 2, 2, 2, 0].map((s, i) => ({ uid: newChildUid(root), parentUid: root, name: `t${i}`, createTime: at(s) }));
     await insertGroups([{ uid: root, parentUid: null, name: "org" }, ...seeds]);
-    const ascending = [...seeds].sort((a, b) => a.createTime.getTime() - b.createTime.getTime() || (a.uid < b.uid ? -1 : 1)).map((s) => s.uid);
+    const ascending = [...seeds]
+      .sort((a, b) => a.createTime.getTime() - b.createTime.getTime() || (a.uid < b.uid ? -1 : 1))
+      .map((s) => s.uid);
 
     for (const orderBy of ["create_time", "createTime asc", "created_at"]) {
       expect((await walk({ uidp: uidp({ childrenOf: root }), pageSize: 2, orderBy })).uids, orderBy).toEqual(ascending);
     }
-    expect((await walk({ uidp: uidp({ childrenOf: root }), pageSize: 2, orderBy: "create_time desc" })).uids).toEqual([...ascending].reverse());
+    expect((await walk({ uidp: uidp({ childrenOf: root }), pageSize: 2, orderBy: "create_time desc" })).uids).toEqual(
+      [...ascending].reverse(),
+    );
   });
 
   it("orders by name with the uid tiebreak when names repeat (organizations may share a name)", async () => {
@@ -218,7 +231,9 @@ describe("ListEngine paging", () => {
     await insertGroups([{ uid: early, parentUid: root, name: "new" }]);
     try {
       now = T0.getTime() + PAGE_TOKEN_LIFETIME_MS;
-      expect((await list({ uidp: scope, pageSize: 2, pageToken: first.nextPageToken })).rows.map((r) => r.uid)).toEqual(children.slice(2, 4));
+      expect((await list({ uidp: scope, pageSize: 2, pageToken: first.nextPageToken })).rows.map((r) => r.uid)).toEqual(
+        children.slice(2, 4),
+      );
       now = T0.getTime() + PAGE_TOKEN_LIFETIME_MS + 1;
       const restarted = await list({ uidp: scope, pageSize: 2, pageToken: first.nextPageToken });
       expect(restarted.rows.map((r) => r.uid)).toEqual([early, children[0]]);
@@ -263,7 +278,8 @@ describe("ListEngine page tokens", () => {
     // The same query accepts it.
     expect((await list({ ...base, pageToken: nextPageToken }, ALL, extra)).rows.map((r) => r.uid)).toEqual([children[1]]);
 
-    const reuse = (p: Partial<ListParams>, visibility: ListVisibility = ALL, e: ExtraFilters = extra) => list({ ...base, ...p, pageToken: nextPageToken }, visibility, e);
+    const reuse = (p: Partial<ListParams>, visibility: ListVisibility = ALL, e: ExtraFilters = extra) =>
+      list({ ...base, ...p, pageToken: nextPageToken }, visibility, e);
     await expectInvalid(reuse({ uidp: uidp({ inRoot: root }) }), "page_token");
     await expectInvalid(reuse({ name: "c01" }), "page_token");
     await expectInvalid(reuse({ orderBy: "uid desc" }), "page_token");
@@ -323,7 +339,8 @@ describe("ListEngine filters", () => {
     ]);
   });
   const sorted = (...uids: string[]) => [...uids].sort();
-  const uidsOf = async (p: Partial<ListParams>, visibility: ListVisibility = ALL, extra?: ExtraFilters) => (await list({ ...p, pageSize: 200 }, visibility, extra)).rows.map((r) => r.uid);
+  const uidsOf = async (p: Partial<ListParams>, visibility: ListVisibility = ALL, extra?: ExtraFilters) =>
+    (await list({ ...p, pageSize: 200 }, visibility, extra)).rows.map((r) => r.uid);
 
   it("descendants_of is strictly below, children_of one level, in_root the organization and everything below", async () => {
     expect(await uidsOf({ uidp: uidp({ descendantsOf: a }) })).toEqual(sorted(a1, a2, a1x));
@@ -349,7 +366,10 @@ describe("ListEngine filters", () => {
   });
 
   it("applies extra filters", async () => {
-    await handle.db.update(schema.groups).set({ verified: true }).where(inArray(schema.groups.uid, [a, a1x]));
+    await handle.db
+      .update(schema.groups)
+      .set({ verified: true })
+      .where(inArray(schema.groups.uid, [a, a1x]));
     const verified: ExtraFilters = { where: [eq(schema.groups.verified, true)], key: { verified: true } };
     expect(await uidsOf({ uidp: uidp({ inRoot: root }) }, ALL, verified)).toEqual(sorted(a, a1x));
   });
@@ -380,7 +400,10 @@ describe("ListEngine filters", () => {
       const { root: o, children } = await org(3000);
       const grandchildren = children.map((c) => newChildUid(c));
       const lookalike = `${children[0]!}-x`;
-      await insertGroups([...grandchildren.map((uid, i) => ({ uid, parentUid: children[i]!, name: "g" })), { uid: lookalike, parentUid: o, name: "lookalike" }]);
+      await insertGroups([
+        ...grandchildren.map((uid, i) => ({ uid, parentUid: children[i]!, name: "g" })),
+        { uid: lookalike, parentUid: o, name: "lookalike" },
+      ]);
       const roots = children.slice(0, 2990);
       const many: ListVisibility = { all: false, roots };
       const expected = [...roots, ...grandchildren.slice(0, 2990)].sort();
@@ -395,8 +418,17 @@ describe("ListEngine filters", () => {
     it("keeps built-in roles visible to a caller with many roots", async () => {
       const { children } = await org(INLINE_ROOTS + 2);
       const custom = randomBytes(8).toString("hex");
-      await handle.db.insert(schema.roles).values({ uid: custom, parentUid: children[1]!, path: `${children[1]!}/${custom}`, name: "custom", createTime: T0, updateTime: T0 });
-      const builtIn = (await handle.db.select({ uid: schema.roles.uid }).from(schema.roles).where(isNull(schema.roles.parentUid))).map((r) => r.uid);
+      await handle.db.insert(schema.roles).values({
+        uid: custom,
+        parentUid: children[1]!,
+        path: `${children[1]!}/${custom}`,
+        name: "custom",
+        createTime: T0,
+        updateTime: T0,
+      });
+      const builtIn = (await handle.db.select({ uid: schema.roles.uid }).from(schema.roles).where(isNull(schema.roles.parentUid))).map(
+        (r) => r.uid,
+      );
       const roleUids = async (roots: string[]) =>
         (await engine.list(handle.db, rolesSource, params({ pageSize: 1000 }), { all: false, roots })).rows.map((r) => r.uid);
       expect(await roleUids(children)).toEqual([...builtIn, custom].sort());
@@ -416,7 +448,9 @@ describe("ListEngine filters", () => {
 
     it("shows rows without a parent to every caller of a source that says so (built-in roles), and custom roles by path", async () => {
       const custom = randomBytes(8).toString("hex");
-      await handle.db.insert(schema.roles).values({ uid: custom, parentUid: a1, path: `${a1}/${custom}`, name: "custom", createTime: T0, updateTime: T0 });
+      await handle.db
+        .insert(schema.roles)
+        .values({ uid: custom, parentUid: a1, path: `${a1}/${custom}`, name: "custom", createTime: T0, updateTime: T0 });
       const roleUids = async (visibility: ListVisibility, f: Partial<UidpFilter> = {}) =>
         (await engine.list(handle.db, rolesSource, params({ uidp: uidp(f), pageSize: 200 }), visibility)).rows.map((r) => r.uid);
       const builtIn = (await handle.db.select({ uid: schema.roles.uid }).from(schema.roles)).map((r) => r.uid).filter((u) => u !== custom);

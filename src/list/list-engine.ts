@@ -125,7 +125,10 @@ export class ListEngine {
 
     const filter = where.length ? and(...where) : undefined;
     if (totalCount === undefined) {
-      const [c] = await db.select({ n: count() }).from(source.table as PgTable).where(filter);
+      const [c] = await db
+        .select({ n: count() })
+        .from(source.table as PgTable)
+        .where(filter);
       totalCount = BigInt(c?.n ?? 0);
     }
 

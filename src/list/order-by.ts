@@ -34,7 +34,10 @@ export function parseOrderBy(raw: string, allowed: readonly string[]): OrderBy {
   const [name, dir, ...rest] = parts;
   const field = name === undefined ? undefined : FIELD_ALIASES[name];
   if (field === undefined || !allowed.includes(field)) {
-    throw invalidArgument("order_by", `unknown sort field "${name ?? ""}"; use one of ${allowed.join(", ")}, optionally followed by asc or desc`);
+    throw invalidArgument(
+      "order_by",
+      `unknown sort field "${name ?? ""}"; use one of ${allowed.join(", ")}, optionally followed by asc or desc`,
+    );
   }
   if (rest.length > 0 || (dir !== undefined && !/^(asc|desc)$/i.test(dir))) {
     throw invalidArgument("order_by", `must be "<field>", "<field> asc" or "<field> desc"`);

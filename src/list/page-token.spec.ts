@@ -2,7 +2,12 @@ import { describe, expect, it } from "vitest";
 import { PageTokenCodec, fingerprint } from "./page-token.js";
 
 const codec = new PageTokenCodec(Buffer.alloc(32, 7));
-const payload = { position: { value: "bravo", uid: "abc/def" }, fingerprint: fingerprint({ q: 1 }), issuedAt: 1_700_000_000_000, totalCount: 12345678901234n };
+const payload = {
+  position: { value: "bravo", uid: "abc/def" },
+  fingerprint: fingerprint({ q: 1 }),
+  issuedAt: 1_700_000_000_000,
+  totalCount: 12345678901234n,
+};
 
 describe("PageTokenCodec", () => {
   it("round-trips a position, fingerprint, time and a 64-bit total", () => {
@@ -18,7 +23,9 @@ describe("PageTokenCodec", () => {
 
   it("rejects a payload changed after signing, and garbage", () => {
     const [, sig] = codec.encode(payload).split(".");
-    const forged = Buffer.from(JSON.stringify({ k: "zulu", u: "abc/def", f: payload.fingerprint, t: payload.issuedAt, n: "1" })).toString("base64url");
+    const forged = Buffer.from(JSON.stringify({ k: "zulu", u: "abc/def", f: payload.fingerprint, t: payload.issuedAt, n: "1" })).toString(
+      "base64url",
+    );
     for (const bad of [`${forged}.${sig}`, "", ".", "abc", "a.b.c", "x".repeat(5000)]) {
       expect(() => codec.decode(bad), bad).toThrow(/page_token/);
     }

@@ -60,7 +60,10 @@ const digest = (c: string) => `sha256:${c.repeat(64)}`;
 /** What each identity holds, as the grants cache would answer. */
 const grantsByActor = new Map<string, Grants>();
 const holds = (actor: string, at: string, ...capabilities: string[]) =>
-  grantsByActor.set(actor, new Grants([...(grantsByActor.get(actor)?.grants ?? []), { groupUid: at, capabilities: new Set(capabilities) }]));
+  grantsByActor.set(
+    actor,
+    new Grants([...(grantsByActor.get(actor)?.grants ?? []), { groupUid: at, capabilities: new Set(capabilities) }]),
+  );
 const logged: { message: string; fields: Record<string, unknown> }[] = [];
 
 let server: http.Server;
@@ -139,7 +142,9 @@ const envelope = (...events: Record<string, unknown>[]) => ({ events });
 /** A new organization (and a group in it when `child`), stored directly. */
 async function newGroup(parent?: string): Promise<string> {
   const uid = parent ? newChildUid(parent) : newRootUid();
-  await handle.db.insert(schema.groups).values({ uid, parentUid: parent ?? null, name: `g${uid.slice(-6)}`, createTime: NOW, updateTime: NOW });
+  await handle.db
+    .insert(schema.groups)
+    .values({ uid, parentUid: parent ?? null, name: `g${uid.slice(-6)}`, createTime: NOW, updateTime: NOW });
   return uid;
 }
 /** A new identity uid in `org` (the grants are what the test says; no row is needed for them). */
@@ -159,7 +164,9 @@ async function eventsOf(subjects: string[]) {
 async function eventsIn(group: string) {
   const rows = await handle.db.select().from(schema.events).where(eq(schema.events.parentUid, group)).orderBy(schema.events.seq);
   const repos = (await reposIn(group)).map((r) => r.uid);
-  const tagRows = repos.length ? await handle.db.select().from(schema.events).where(inArray(schema.events.parentUid, repos)).orderBy(schema.events.seq) : [];
+  const tagRows = repos.length
+    ? await handle.db.select().from(schema.events).where(inArray(schema.events.parentUid, repos)).orderBy(schema.events.seq)
+    : [];
   return [...rows, ...tagRows].sort((a, b) => a.seq - b.seq);
 }
 
@@ -194,7 +201,10 @@ describe("manifest pushes", () => {
 
   it("are idempotent: the same envelope again changes nothing and records no second event", async () => {
     const { org, actor, path } = await pushSetup();
-    const body = envelope(event({ repository: path, tag: "v1", digest: digest("a"), actor }), event({ repository: path, tag: "v2", digest: digest("b"), actor }));
+    const body = envelope(
+      event({ repository: path, tag: "v1", digest: digest("a"), actor }),
+      event({ repository: path, tag: "v2", digest: digest("b"), actor }),
+    );
     await post(body);
     const before = await eventsIn(org);
     const [repo] = await reposIn(org);
@@ -211,7 +221,18 @@ describe("manifest pushes", () => {
   it("move a tag's digest when newer (tag.updated), and a late, older event does not move it back", async () => {
     const { org, actor, path } = await pushSetup();
     await post(envelope(event({ repository: path, tag: "latest", digest: digest("a"), actor, timestamp: "2030-01-01T00:00:01Z" })));
-    await post(envelope(event({ repository: path, tag: "latest", digest: digest("b"), actor, timestamp: "2030-01-01T00:00:03.5+00:00", mediaType: DOCKER_MANIFEST })));
+    await post(
+      envelope(
+        event({
+          repository: path,
+          tag: "latest",
+          digest: digest("b"),
+          actor,
+          timestamp: "2030-01-01T00:00:03.5+00:00",
+          mediaType: DOCKER_MANIFEST,
+        }),
+      ),
+    );
     const [repo] = await reposIn(org);
     let [tag] = await tagsOf(repo!.uid);
     expect(tag).toMatchObject({ digest: digest("b"), sourceTime: new Date("2030-01-01T00:00:03.500Z") });
@@ -222,11 +243,16 @@ describe("manifest pushes", () => {
       after: expect.objectContaining({ digest: digest("b") }),
     });
     // Pushed at 00:00:02, delivered after the one of 00:00:03.5 (an offset zone as well).
-    const late = await post(envelope(event({ repository: path, tag: "latest", digest: digest("c"), actor, timestamp: "2030-01-01T01:00:02+01:00" })));
+    const late = await post(
+      envelope(event({ repository: path, tag: "latest", digest: digest("c"), actor, timestamp: "2030-01-01T01:00:02+01:00" })),
+    );
     expect(late.status).toBe(200);
     [tag] = await tagsOf(repo!.uid);
     expect(tag).toMatchObject({ digest: digest("b"), sourceTime: new Date("2030-01-01T00:00:03.500Z") });
-    expect((await eventsOf([tag!.uid])).map((e) => e.type)).toEqual(["platform.registry.tag.created.v1", "platform.registry.tag.updated.v1"]);
+    expect((await eventsOf([tag!.uid])).map((e) => e.type)).toEqual([
+      "platform.registry.tag.created.v1",
+      "platform.registry.tag.updated.v1",
+    ]);
   });
 
   it("of the same digest again record nothing but move the time an older event is measured against", async () => {
@@ -255,7 +281,9 @@ describe("manifest pushes", () => {
 
   it("into the same new repo at once (two registry replicas) make one repo and every tag", async () => {
     const { org, actor, path } = await pushSetup();
-    const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => post(envelope(event({ repository: path, tag: `c${i}`, digest: digest("c"), actor })))));
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => post(envelope(event({ repository: path, tag: `c${i}`, digest: digest("c"), actor })))),
+    );
     expect(answers.map((a) => a.status)).toEqual(Array(6).fill(200));
     const repos = await reposIn(org);
     expect(repos).toHaveLength(1);
@@ -280,13 +308,22 @@ describe("manifest pushes", () => {
     const values = createContextValues();
     values.set(principalKey, { identityUid: actor, audience: "https://platform.test", expiry: new Date(NOW.getTime() + 60_000) });
     const api = new ResourceStore(handle.db, clock, tagResource, recorder);
-    await api.update(tag!.uid, create(TagSchema, { digest: digest("d"), deprecated: true }), create(FieldMaskSchema, { paths: ["digest", "deprecated"] }), { method: TagsService.method.updateTag, values });
-    expect(await tagsOf(repo!.uid)).toMatchObject([{ digest: digest("d"), deprecated: true, sourceTime: new Date("2030-01-01T00:00:05Z") }]);
+    await api.update(
+      tag!.uid,
+      create(TagSchema, { digest: digest("d"), deprecated: true }),
+      create(FieldMaskSchema, { paths: ["digest", "deprecated"] }),
+      { method: TagsService.method.updateTag, values },
+    );
+    expect(await tagsOf(repo!.uid)).toMatchObject([
+      { digest: digest("d"), deprecated: true, sourceTime: new Date("2030-01-01T00:00:05Z") },
+    ]);
     await post(envelope(event({ repository: path, tag: "t", digest: digest("b"), actor, timestamp: "2030-01-01T00:00:04Z" })));
     expect(await tagsOf(repo!.uid)).toMatchObject([{ digest: digest("d") }]);
     // A newer one applies, and keeps what the API set besides the digest.
     await post(envelope(event({ repository: path, tag: "t", digest: digest("b"), actor, timestamp: "2030-01-01T00:00:06Z" })));
-    expect(await tagsOf(repo!.uid)).toMatchObject([{ digest: digest("b"), deprecated: true, sourceTime: new Date("2030-01-01T00:00:06Z") }]);
+    expect(await tagsOf(repo!.uid)).toMatchObject([
+      { digest: digest("b"), deprecated: true, sourceTime: new Date("2030-01-01T00:00:06Z") },
+    ]);
   });
 });
 
@@ -313,7 +350,9 @@ describe("deletes", () => {
     const [otherRepo] = (await reposIn(org)).filter((r) => r.name === "other");
     expect((await tagsOf(otherRepo!.uid)).map((t) => t.name)).toEqual(["a1"]);
     const deleted = await eventsOf(gone.map((t) => t.uid));
-    expect(deleted.filter((e) => e.type === "platform.registry.tag.deleted.v1").map((e) => [e.subject, e.actor])).toEqual(gone.map((t) => [t.uid, actor]));
+    expect(deleted.filter((e) => e.type === "platform.registry.tag.deleted.v1").map((e) => [e.subject, e.actor])).toEqual(
+      gone.map((t) => [t.uid, actor]),
+    );
     // Again: nothing left to delete, nothing recorded.
     const count = (await eventsIn(org)).length;
     await post(envelope(del));
@@ -344,7 +383,9 @@ describe("deletes", () => {
     await post(envelope(event({ repository: path, tag: "t", digest: digest("a"), actor })));
     const puller = identity(org);
     holds(puller, org, "repo.blobs.get", "tag.create");
-    await post(envelope(event({ action: "delete", repository: path, digest: digest("a"), actor: puller, timestamp: "2030-01-01T00:00:09Z" })));
+    await post(
+      envelope(event({ action: "delete", repository: path, digest: digest("a"), actor: puller, timestamp: "2030-01-01T00:00:09Z" })),
+    );
     const [repo] = await reposIn(org);
     expect(await tagsOf(repo!.uid)).toHaveLength(1);
     expect(logged).toMatchObject([{ message: "registry notification skipped", fields: { reason: expect.stringContaining("tag.delete") } }]);
@@ -358,7 +399,13 @@ describe("events the catalog does not follow", () => {
       envelope(
         event({ repository: path, mediaType: "application/octet-stream", digest: digest("1"), actor }),
         event({ repository: path, mediaType: "application/vnd.oci.image.layer.v1.tar+gzip", digest: digest("2"), actor }),
-        event({ action: "mount", repository: path, mediaType: "application/vnd.docker.image.rootfs.diff.tar.gzip", digest: digest("3"), actor }),
+        event({
+          action: "mount",
+          repository: path,
+          mediaType: "application/vnd.docker.image.rootfs.diff.tar.gzip",
+          digest: digest("3"),
+          actor,
+        }),
         event({ action: "pull", repository: path, tag: "v1", actor }),
       ),
     );
@@ -466,7 +513,10 @@ describe("the envelope", () => {
     expect(await reposIn(org)).toEqual([]);
     // A body that never ends is answered all the same: nothing past the headers is read.
     const status = await new Promise<number>((resolve, reject) => {
-      const req = http.request(url, { method: "POST", headers: { "content-type": EVENTS_TYPE, authorization: "Bearer wrong", "content-length": String(10 * MAX_NOTIFICATION_BODY_BYTES) } });
+      const req = http.request(url, {
+        method: "POST",
+        headers: { "content-type": EVENTS_TYPE, authorization: "Bearer wrong", "content-length": String(10 * MAX_NOTIFICATION_BODY_BYTES) },
+      });
       req.on("response", (res) => {
         resolve(res.statusCode ?? 0);
         res.resume();
@@ -545,7 +595,15 @@ describe("parseEventTime", () => {
   });
 
   it("reads nothing else", () => {
-    for (const bad of ["", "2030-01-02", "2030-01-02T03:04:05", "2030-13-02T03:04:05Z", "2030-01-02T03:04:05.1234567890Z", "2030-01-02T03:04:05Z\u0000", "1700000000"]) {
+    for (const bad of [
+      "",
+      "2030-01-02",
+      "2030-01-02T03:04:05",
+      "2030-13-02T03:04:05Z",
+      "2030-01-02T03:04:05.1234567890Z",
+      "2030-01-02T03:04:05Z\u0000",
+      "1700000000",
+    ]) {
       expect(parseEventTime(bad)).toBeUndefined();
     }
   });
@@ -557,7 +615,10 @@ describe("loadRegistryNotificationSecret", () => {
     const first = await loadRegistryNotificationSecret(handle.db, box);
     expect(first).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(await loadRegistryNotificationSecret(handle.db, box)).toBe(first);
-    const [row] = await handle.db.select().from(schema.settings).where(and(eq(schema.settings.key, NOTIFICATION_SECRET_SETTING)));
+    const [row] = await handle.db
+      .select()
+      .from(schema.settings)
+      .where(and(eq(schema.settings.key, NOTIFICATION_SECRET_SETTING)));
     expect(SecretBox.isSealed(row!.value)).toBe(true);
     expect(row!.value).not.toContain(first);
     expect(box.open(row!.value, settingContext(NOTIFICATION_SECRET_SETTING))).toBe(first);

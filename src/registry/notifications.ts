@@ -193,8 +193,14 @@ export function registryNotificationsRoute(deps: RegistryNotificationsDeps): Rou
       // Checked before anything is written: a push the actor could not make leaves no repo behind.
       const needed = tag ? ["repo.create", "tag.create"] : ["repo.create"];
       const missing = grants.missingAt(needed, b.groupUid);
-      if (missing.length) return { skipped: `its actor does not hold ${missing.join(", ")} at ${b.groupUid} (it claims a group it may not push to)` };
-      const made = await repos.create(create(RepoSchema, { name: b.repoName }), { uid: newChildUid(b.groupUid), parentUid: b.groupUid }, callBy(b.actor, ReposService.method.createRepo), tx);
+      if (missing.length)
+        return { skipped: `its actor does not hold ${missing.join(", ")} at ${b.groupUid} (it claims a group it may not push to)` };
+      const made = await repos.create(
+        create(RepoSchema, { name: b.repoName }),
+        { uid: newChildUid(b.groupUid), parentUid: b.groupUid },
+        callBy(b.actor, ReposService.method.createRepo),
+        tx,
+      );
       repo = { uid: made.uid };
       applied = true;
     }
@@ -207,7 +213,12 @@ export function registryNotificationsRoute(deps: RegistryNotificationsDeps): Rou
       .for("update");
     if (!current) {
       if (!grants.holdsAt("tag.create", repo.uid)) return { skipped: `its actor does not hold tag.create at ${repo.uid}` };
-      await tags.create(create(TagSchema, { name: tag, digest }), { uid: newChildUid(repo.uid), parentUid: repo.uid, sourceTime: b.time }, callBy(b.actor, TagsService.method.createTag), tx);
+      await tags.create(
+        create(TagSchema, { name: tag, digest }),
+        { uid: newChildUid(repo.uid), parentUid: repo.uid, sourceTime: b.time },
+        callBy(b.actor, TagsService.method.createTag),
+        tx,
+      );
       return { applied: true };
     }
     // Not newer than what set the tag: a retry, or a late event a newer one already overtook.
@@ -218,7 +229,14 @@ export function registryNotificationsRoute(deps: RegistryNotificationsDeps): Rou
       await tx.update(t).set({ sourceTime: b.time }).where(eq(t.uid, current.uid));
       return { applied };
     }
-    await tags.update(current.uid, create(TagSchema, { digest }), digestOnly, callBy(b.actor, TagsService.method.updateTag), () => ({ sourceTime: b.time }), tx);
+    await tags.update(
+      current.uid,
+      create(TagSchema, { digest }),
+      digestOnly,
+      callBy(b.actor, TagsService.method.updateTag),
+      () => ({ sourceTime: b.time }),
+      tx,
+    );
     return { applied: true };
   }
 
@@ -240,7 +258,11 @@ export function registryNotificationsRoute(deps: RegistryNotificationsDeps): Rou
     const where: SQL[] = [eq(t.parentUid, repo.uid)];
     if (digest) where.push(eq(t.digest, digest));
     if (tag) where.push(eq(t.name, tag));
-    const rows = await tx.select({ uid: t.uid, sourceTime: t.sourceTime }).from(t).where(and(...where)).for("update");
+    const rows = await tx
+      .select({ uid: t.uid, sourceTime: t.sourceTime })
+      .from(t)
+      .where(and(...where))
+      .for("update");
     if (!rows.length) return { applied: false };
     if (!grants.holdsAt("tag.delete", repo.uid)) return { skipped: `its actor does not hold tag.delete at ${repo.uid}` };
     let applied = false;
@@ -255,7 +277,12 @@ export function registryNotificationsRoute(deps: RegistryNotificationsDeps): Rou
 
   /** Applies one event in a transaction of its own; collisions with concurrent writes are tried again. */
   async function apply(event: RegistryEvent): Promise<void> {
-    const action = event.action === "push" && MANIFEST_MEDIA_TYPES.has(event.target?.mediaType ?? "") ? push : event.action === "delete" ? remove : undefined;
+    const action =
+      event.action === "push" && MANIFEST_MEDIA_TYPES.has(event.target?.mediaType ?? "")
+        ? push
+        : event.action === "delete"
+          ? remove
+          : undefined;
     // Blob pushes, pulls and mounts do not change the catalog.
     if (!action) return;
     const actor = event.actor?.name ?? "";

@@ -8,7 +8,11 @@ describe("registry paths", () => {
   it("name a repo by its group's uid (slashes as dashes) and its name, nested names included", () => {
     expect(registryPathOf(ORG, "nginx")).toBe(`${ORG}/nginx`);
     expect(registryPathOf(SUB, "library/nginx")).toBe(`${ORG}-89abcdef01234567/library/nginx`);
-    for (const [group, name] of [[ORG, "nginx"], [SUB, "library/nginx"], [ORG, "a.b_c--d/e__f"]] as const) {
+    for (const [group, name] of [
+      [ORG, "nginx"],
+      [SUB, "library/nginx"],
+      [ORG, "a.b_c--d/e__f"],
+    ] as const) {
       expect(parseRegistryPath(registryPathOf(group, name))).toEqual({ groupUid: group, repoName: name });
     }
   });

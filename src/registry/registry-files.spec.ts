@@ -25,7 +25,9 @@ const errors: unknown[] = [];
 beforeEach(async () => {
   now = Date.now();
   errors.length = 0;
-  await handle.db.delete(schema.settings).where(inArray(schema.settings.key, [REGISTRY_SIGNING_KEYS_SETTING, "registry.notifications_secret", "registry.http_secret"]));
+  await handle.db
+    .delete(schema.settings)
+    .where(inArray(schema.settings.key, [REGISTRY_SIGNING_KEYS_SETTING, "registry.notifications_secret", "registry.http_secret"]));
 });
 
 async function filesIn(dir: string) {
@@ -50,7 +52,8 @@ async function filesIn(dir: string) {
   return { keys, files };
 }
 
-const serials = (pem: string) => (pem.match(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g) ?? []).map((c) => new X509Certificate(c).serialNumber);
+const serials = (pem: string) =>
+  (pem.match(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----/g) ?? []).map((c) => new X509Certificate(c).serialNumber);
 
 describe("the registry's files", () => {
   it("hold the notifications secret and an upload secret, the same from every replica, and the certificates of current and next", async () => {

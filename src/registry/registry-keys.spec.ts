@@ -32,7 +32,8 @@ const TTL = 300 * 1000;
 
 let now = 0;
 const clock = () => new Date(now);
-const keysFor = (rotateAfterMs?: number) => new RegistryKeys({ db: handle.db, secrets, clock, ...(rotateAfterMs === undefined ? {} : { rotateAfterMs }) });
+const keysFor = (rotateAfterMs?: number) =>
+  new RegistryKeys({ db: handle.db, secrets, clock, ...(rotateAfterMs === undefined ? {} : { rotateAfterMs }) });
 
 beforeEach(async () => {
   now = Date.now();
@@ -190,7 +191,12 @@ describe("RegistryKeys", () => {
     const fresh = afterCerts.filter((c) => !inBundle(c, before));
     expect(fresh).toHaveLength(1);
     const next = await keys.rotation();
-    expect(next).toMatchObject({ previousKid: first.kid, currentKid: second.kid, rotateTime: new Date(now + period), currentSince: new Date(now) });
+    expect(next).toMatchObject({
+      previousKid: first.kid,
+      currentKid: second.kid,
+      rotateTime: new Date(now + period),
+      currentSince: new Date(now),
+    });
     expect(fresh[0]!.subject).toContain(`OU=${next.nextKid}`);
     // The retired key stays while tokens it signed may be valid, on either clock.
     now = start + period + TTL + REGISTRY_CLOCK_SKEW_MS - 1;
@@ -315,7 +321,12 @@ describe("RegistryKeys", () => {
     expect([first.currentKid, first.nextKid]).not.toContain(signer.kid);
     expect(inBundle(x5cCertificate(signer), before)).toBe(false);
     const after = await keys.rotation();
-    expect(after).toMatchObject({ previousKid: first.currentKid, currentKid: signer.kid, currentSince: new Date(now), rotateTime: new Date(now + DAY) });
+    expect(after).toMatchObject({
+      previousKid: first.currentKid,
+      currentKid: signer.kid,
+      currentSince: new Date(now),
+      rotateTime: new Date(now + DAY),
+    });
     expect(certificates(await keys.bundle())).toHaveLength(3);
   });
 
@@ -328,7 +339,10 @@ describe("RegistryKeys", () => {
     const badTimes = { ...opened, current: { ...opened.current, rotateTime: "soon" } };
     const badKid = { ...opened, next: { ...opened.next, kid: "x\u0000y" } };
     const badJwk = { ...opened, next: { ...opened.next, privateJwk: { kty: "RSA" } } };
-    const badCert = { ...opened, next: { ...opened.next, certificatePem: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n" } };
+    const badCert = {
+      ...opened,
+      next: { ...opened.next, certificatePem: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n" },
+    };
     const extra = { ...opened, later: opened.next };
     const cases: [string, string][] = [
       ["altered", flipped],
@@ -360,7 +374,17 @@ describe("RegistryKeys", () => {
 
   it("refuses rotation periods and token lifetimes out of bounds", () => {
     const base = { db: handle.db, secrets, clock };
-    for (const rotateAfterMs of [Number.NaN, 0, -DAY, 1.5, 59 * 60 * 1000, Number.MAX_SAFE_INTEGER, Infinity, "90" as unknown as number, null as unknown as number]) {
+    for (const rotateAfterMs of [
+      Number.NaN,
+      0,
+      -DAY,
+      1.5,
+      59 * 60 * 1000,
+      Number.MAX_SAFE_INTEGER,
+      Infinity,
+      "90" as unknown as number,
+      null as unknown as number,
+    ]) {
       expect(() => new RegistryKeys({ ...base, rotateAfterMs }), String(rotateAfterMs)).toThrow(RangeError);
     }
     for (const tokenTtlMs of [0, -1, 0.5, 2 * DAY, Number.NaN, "300" as unknown as number]) {

@@ -115,9 +115,20 @@ export class RegistryKeys implements RegistrySigner {
     this.db = options.db;
     this.secrets = options.secrets;
     this.clock = options.clock;
-    this.rotateAfterMs = boundedMs("rotateAfterMs", options.rotateAfterMs === undefined ? DEFAULT_REGISTRY_ROTATE_AFTER_MS : options.rotateAfterMs, MIN_REGISTRY_ROTATE_AFTER_MS, MAX_REGISTRY_ROTATE_AFTER_MS);
-    this.tokenTtlMs = boundedMs("tokenTtlMs", options.tokenTtlMs === undefined ? DEFAULT_TOKEN_TTL_MS : options.tokenTtlMs, 1000, MAX_TOKEN_TTL_MS);
-    if (this.tokenTtlMs + REGISTRY_CLOCK_SKEW_MS >= this.rotateAfterMs) throw new RangeError("rotateAfterMs must exceed the token lifetime and the clock skew");
+    this.rotateAfterMs = boundedMs(
+      "rotateAfterMs",
+      options.rotateAfterMs === undefined ? DEFAULT_REGISTRY_ROTATE_AFTER_MS : options.rotateAfterMs,
+      MIN_REGISTRY_ROTATE_AFTER_MS,
+      MAX_REGISTRY_ROTATE_AFTER_MS,
+    );
+    this.tokenTtlMs = boundedMs(
+      "tokenTtlMs",
+      options.tokenTtlMs === undefined ? DEFAULT_TOKEN_TTL_MS : options.tokenTtlMs,
+      1000,
+      MAX_TOKEN_TTL_MS,
+    );
+    if (this.tokenTtlMs + REGISTRY_CLOCK_SKEW_MS >= this.rotateAfterMs)
+      throw new RangeError("rotateAfterMs must exceed the token lifetime and the clock skew");
   }
 
   /** The key that signs now (rotating first when due). */
@@ -137,7 +148,7 @@ export class RegistryKeys implements RegistrySigner {
    */
   async bundle(): Promise<string> {
     const { set } = await this.state(true);
-    return [set.previous, set.current, set.next].flatMap((k) => (k ? [k.certificatePem.trimEnd() + "\n"] : [])).join("");
+    return [set.previous, set.current, set.next].flatMap((k) => (k ? [`${k.certificatePem.trimEnd()}\n`] : [])).join("");
   }
 
   /** The kids and the next rotation time, for the log. */
@@ -180,7 +191,11 @@ export class RegistryKeys implements RegistrySigner {
         const set = await this.startSet(now);
         const raw = this.secrets.seal(JSON.stringify(set), context);
         // Two replicas starting together: one insert wins, the other reads it on the next pass.
-        const inserted = await this.db.insert(t).values({ key: REGISTRY_SIGNING_KEYS_SETTING, value: raw }).onConflictDoNothing().returning({ key: t.key });
+        const inserted = await this.db
+          .insert(t)
+          .values({ key: REGISTRY_SIGNING_KEYS_SETTING, value: raw })
+          .onConflictDoNothing()
+          .returning({ key: t.key });
         if (inserted.length > 0) return this.keep({ set, loadedAt: now });
         continue;
       }
@@ -218,7 +233,8 @@ export class RegistryKeys implements RegistrySigner {
     // The next key signs for a whole period, so its certificate must last that long. It does
     // unless no replica asked for a key for about a period after the rotation was due: then
     // the set starts over, and the registry needs the new bundle (docs/design.md, "The registry").
-    const lasts = next.notBefore.getTime() <= now && next.notAfter.getTime() >= now + this.rotateAfterMs + this.tokenTtlMs + REGISTRY_CLOCK_SKEW_MS;
+    const lasts =
+      next.notBefore.getTime() <= now && next.notAfter.getTime() >= now + this.rotateAfterMs + this.tokenTtlMs + REGISTRY_CLOCK_SKEW_MS;
     if (!lasts) return { previous, ...(await this.startSet(now)) };
     return {
       previous,
@@ -263,7 +279,9 @@ export class RegistryKeys implements RegistrySigner {
   /** Opens and checks the stored set; anything wrong throws (a new set would be trusted by no registry, and hide the fault). */
   private parse(stored: string, context: string): StoredSet {
     const fail = (why: string): never => {
-      throw new RegistryKeysError(`the setting ${REGISTRY_SIGNING_KEYS_SETTING} is unreadable (${why}); it is left as it is: restore it, or delete it to start a new key set and restart the registry with the new bundle`);
+      throw new RegistryKeysError(
+        `the setting ${REGISTRY_SIGNING_KEYS_SETTING} is unreadable (${why}); it is left as it is: restore it, or delete it to start a new key set and restart the registry with the new bundle`,
+      );
     };
     if (stored.length > MAX_STORED_CHARS) fail(`longer than ${MAX_STORED_CHARS} characters`);
     // It was sealed from the start: a plain value was not written by this service.
@@ -272,7 +290,9 @@ export class RegistryKeys implements RegistrySigner {
     try {
       value = JSON.parse(this.secrets.open(stored, context));
     } catch (e) {
-      throw new RegistryKeysError(`the setting ${REGISTRY_SIGNING_KEYS_SETTING} does not open or is not JSON: ${(e as Error).message}`, { cause: e });
+      throw new RegistryKeysError(`the setting ${REGISTRY_SIGNING_KEYS_SETTING} does not open or is not JSON: ${(e as Error).message}`, {
+        cause: e,
+      });
     }
     if (!isRecord(value)) return fail("not an object");
     const extra = Object.keys(value).filter((k) => !["previous", "current", "next"].includes(k));
@@ -288,7 +308,12 @@ function storedKey<T extends string>(value: unknown, times: T[], fail: (why: str
   if (!isRecord(value)) return fail("a key is not an object");
   const { kid, privateJwk, certificatePem } = value;
   if (typeof kid !== "string" || !KID.test(kid)) return fail("a kid is malformed");
-  if (!isRecord(privateJwk) || privateJwk.kty !== "EC" || privateJwk.crv !== "P-256" || [privateJwk.d, privateJwk.x, privateJwk.y].some((c) => typeof c !== "string")) {
+  if (
+    !isRecord(privateJwk) ||
+    privateJwk.kty !== "EC" ||
+    privateJwk.crv !== "P-256" ||
+    [privateJwk.d, privateJwk.x, privateJwk.y].some((c) => typeof c !== "string")
+  ) {
     return fail(`the private key ${kid} is not a P-256 JWK`);
   }
   if (typeof certificatePem !== "string") return fail(`the certificate of ${kid} is missing`);

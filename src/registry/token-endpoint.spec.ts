@@ -7,7 +7,7 @@ import { and, eq } from "drizzle-orm";
 import { decodeJwt, decodeProtectedHeader, jwtVerify, SignJWT, type CryptoKey } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { testEventRecorder } from "../../test/support/event-recorder.js";
-import { restClient, type JsonObject, type RestClient } from "../../test/support/clients.js";
+import type { JsonObject, RestClient } from "../../test/support/clients.js";
 import { startOidcProvider, type TestOidcProvider } from "../../test/support/oidc-provider.js";
 import type { TestServer } from "../../test/support/server.js";
 import { sharedServerAsAdmin } from "../../test/support/shared-server.js";
@@ -19,7 +19,14 @@ import { Egress } from "../egress/index.js";
 import { Metrics } from "../server/metrics.js";
 import { registryPathOf } from "./paths.js";
 import type { RegistrySigner } from "./registry-keys.js";
-import { MAX_SCOPES, registryTokenRealm, registryTokenRoute, type RegistryAccess, type RegistryTokenDeps, type RegistryTokenOutcome } from "./token-endpoint.js";
+import {
+  MAX_SCOPES,
+  registryTokenRealm,
+  registryTokenRoute,
+  type RegistryAccess,
+  type RegistryTokenDeps,
+  type RegistryTokenOutcome,
+} from "./token-endpoint.js";
 
 x509.cryptoProvider.set(globalThis.crypto);
 
@@ -36,7 +43,10 @@ const limitedOutcomes: RegistryTokenOutcome[] = [];
 
 /** A registry signing key with a self-signed certificate, as the registry's bundle would hold it. */
 async function testSigner(): Promise<RegistrySigner & { publicKey: CryptoKey }> {
-  const keys = (await globalThis.crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign", "verify"])) as { publicKey: CryptoKey; privateKey: CryptoKey };
+  const keys = (await globalThis.crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign", "verify"])) as {
+    publicKey: CryptoKey;
+    privateKey: CryptoKey;
+  };
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: "01",
     name: "CN=registry token test",
@@ -58,7 +68,12 @@ function routeDeps(limit: PerMinuteLimit, reported: RegistryTokenOutcome[]): Reg
     tokens: app.tokens,
     // The provider's tokens are stamped with the real time, whatever the server's test clock says.
     issuers: new OidcIssuers({ egress, clock: () => new Date() }),
-    budgets: new OutboundBudgets(egress, { upstreamInFlight: 4, organizationInFlight: 4, organizationsInFlight: 8, signInInFlightPerAddress: 2 }),
+    budgets: new OutboundBudgets(egress, {
+      upstreamInFlight: 4,
+      organizationInFlight: 4,
+      organizationsInFlight: 8,
+      signInInFlightPerAddress: 2,
+    }),
     limits: new ExchangeLimits({ perAddress: 0, perIdentity: 0 }),
     audiences,
     authUrl: app.urls.authUrl,
@@ -128,9 +143,11 @@ const ok = async (method: string, path: string, body?: unknown): Promise<JsonObj
 
 let count = 0;
 const newOrg = async () => (await ok("POST", "/iam/v2beta1/groups", { name: `registry-token-${count++}` }))["uid"] as string;
-const newGroup = async (parent: string) => (await ok("POST", `/iam/v2beta1/groups/${parent}`, { name: `team-${count++}` }))["uid"] as string;
+const newGroup = async (parent: string) =>
+  (await ok("POST", `/iam/v2beta1/groups/${parent}`, { name: `team-${count++}` }))["uid"] as string;
 const newRepo = async (group: string, name: string) => (await ok("POST", `/registry/v2beta1/repos/${group}`, { name }))["uid"] as string;
-const bind = (group: string, identityUid: string, roleUid: string) => ok("POST", `/iam/v2beta1/roleBindings/${group}`, { identityUid, roleUid });
+const bind = (group: string, identityUid: string, roleUid: string) =>
+  ok("POST", `/iam/v2beta1/roleBindings/${group}`, { identityUid, roleUid });
 
 /** An identity in `org` bound to `role` there (none: no binding), and a platform API token of it. */
 async function member(org: string, role?: string): Promise<{ uid: string; token: string }> {
@@ -165,7 +182,8 @@ async function get(params: [string, string][], auth?: string, base = endpoint.ur
 }
 
 const service = () => server.app.urls.registryAudience;
-const getToken = (auth: string | undefined, ...scopes: string[]) => get([["service", service()], ["account", "someone"], ...scopes.map((s): [string, string] => ["scope", s])], auth);
+const getToken = (auth: string | undefined, ...scopes: string[]) =>
+  get([["service", service()], ["account", "someone"], ...scopes.map((s): [string, string] => ["scope", s])], auth);
 
 async function post(form: Record<string, string> | string, contentType = "application/x-www-form-urlencoded"): Promise<Answer> {
   const body = typeof form === "string" ? form : new URLSearchParams(form).toString();
@@ -181,7 +199,7 @@ async function accessOf(res: Answer, subject: string): Promise<RegistryAccess[]>
   expect(res.body["expires_in"]).toBe(300);
   expect(Object.keys(res.body).sort()).toEqual(["access_token", "expires_in", "issued_at", "token"]);
   const header = decodeProtectedHeader(token);
-  const { x5c } = await (signer.current());
+  const { x5c } = await signer.current();
   expect(header).toEqual({ alg: "ES256", typ: "JWT", kid: "registry-test-key", x5c });
   // The registry trusts the key through the certificate in x5c: verify with that certificate's key.
   const cert = new x509.X509Certificate(header.x5c![0]!);
@@ -251,7 +269,13 @@ describe("registry token endpoint: credentials", () => {
     const a = registryPathOf(org, "a");
     const b = registryPathOf(org, "b");
     const c = registryPathOf(org, "c");
-    const form = new URLSearchParams({ grant_type: "password", username: "ci", password: person.token, service: service(), client_id: "containerd" });
+    const form = new URLSearchParams({
+      grant_type: "password",
+      username: "ci",
+      password: person.token,
+      service: service(),
+      client_id: "containerd",
+    });
     form.append("scope", `repository:${a}:pull repository:${b}:push`);
     form.append("scope", `repository:${c}:delete`);
     expect(await accessOf(await post(form.toString()), person.uid)).toEqual([
@@ -259,7 +283,12 @@ describe("registry token endpoint: credentials", () => {
       { type: "repository", name: b, actions: ["push"] },
       { type: "repository", name: c, actions: ["delete"] },
     ]);
-    const refreshed = await post({ grant_type: "refresh_token", refresh_token: person.token, service: service(), scope: `repository:${a}:pull,push` });
+    const refreshed = await post({
+      grant_type: "refresh_token",
+      refresh_token: person.token,
+      service: service(),
+      scope: `repository:${a}:pull,push`,
+    });
     expect(await accessOf(refreshed, person.uid)).toEqual([{ type: "repository", name: a, actions: ["pull", "push"] }]);
     // No refresh token is handed out, whatever the client asks for.
     expect(refreshed.body["refresh_token"]).toBeUndefined();
@@ -332,16 +361,21 @@ describe("registry token endpoint: OIDC tokens of workload identities", () => {
   }
 
   const exchanges = async (uid: string) =>
-    (await server.app.database.db.select().from(schema.events).where(and(eq(schema.events.subject, uid), eq(schema.events.type, TOKEN_EXCHANGED_EVENT)))).map(
-      (e) => e.data,
-    );
+    (
+      await server.app.database.db
+        .select()
+        .from(schema.events)
+        .where(and(eq(schema.events.subject, uid), eq(schema.events.type, TOKEN_EXCHANGED_EVENT)))
+    ).map((e) => e.data);
 
   it("accepts an OIDC token the identity's claimMatch accepts, with the identity uid as user name (and records the exchange)", async () => {
     const org = await newOrg();
     const uid = await workload(org, "workload-a", "registry.push");
     const path = registryPathOf(org, "ci/app");
     const oidc = await provider.workloadToken("workload-a", server.app.urls.authUrl);
-    expect(await accessOf(await getToken(basic(uid, oidc), `repository:${path}:pull,push`), uid)).toEqual([{ type: "repository", name: path, actions: ["pull", "push"] }]);
+    expect(await accessOf(await getToken(basic(uid, oidc), `repository:${path}:pull,push`), uid)).toEqual([
+      { type: "repository", name: path, actions: ["pull", "push"] },
+    ]);
     const form = { grant_type: "password", username: uid, password: oidc, service: service(), scope: `repository:${path}:pull` };
     expect(await accessOf(await post(form), uid)).toEqual([{ type: "repository", name: path, actions: ["pull"] }]);
     expect(await exchanges(uid)).toEqual([
@@ -359,7 +393,12 @@ describe("registry token endpoint: OIDC tokens of workload identities", () => {
     expectRefused(await getToken(basic(other, await provider.workloadToken("workload-a", server.app.urls.authUrl))));
     expectRefused(await getToken(basic("ci", await provider.workloadToken("workload-a", server.app.urls.authUrl))));
     // Refresh tokens are platform tokens only.
-    const form = { grant_type: "refresh_token", username: uid, refresh_token: await provider.workloadToken("workload-a", server.app.urls.authUrl), service: service() };
+    const form = {
+      grant_type: "refresh_token",
+      username: uid,
+      refresh_token: await provider.workloadToken("workload-a", server.app.urls.authUrl),
+      service: service(),
+    };
     expectRefused(await post(form), "invalid_grant");
     expect((await exchanges(uid)).map((d) => d["outcome"])).toEqual(["rejected"]);
   });
@@ -374,15 +413,21 @@ describe("registry token endpoint: scopes granted", () => {
     expect(await accessOf(await getToken(basic("u", reader.token), `repository:${path}:pull,push,delete`), reader.uid)).toEqual([
       { type: "repository", name: path, actions: ["pull"] },
     ]);
-    expect(await accessOf(await getToken(basic("u", reader.token), `repository:${path}:push`), reader.uid)).toEqual([{ type: "repository", name: path, actions: [] }]);
+    expect(await accessOf(await getToken(basic("u", reader.token), `repository:${path}:push`), reader.uid)).toEqual([
+      { type: "repository", name: path, actions: [] },
+    ]);
   });
 
   it("grants push where the repo exists with tag.create and tag.update, and where it does not only with repo.create too", async () => {
     const org = await newOrg();
-    const role = (await ok("POST", `/iam/v2beta1/roles/${org}`, { name: "tagger", capabilities: ["tag.create", "tag.update", "repo.blobs.get"] }))["uid"] as string;
+    const role = (
+      await ok("POST", `/iam/v2beta1/roles/${org}`, { name: "tagger", capabilities: ["tag.create", "tag.update", "repo.blobs.get"] })
+    )["uid"] as string;
     const tagger = await member(org);
     await bind(org, tagger.uid, role);
-    const createOnly = (await ok("POST", `/iam/v2beta1/roles/${org}`, { name: "creator", capabilities: ["tag.create", "repo.create", "repo.blobs.get"] }))["uid"] as string;
+    const createOnly = (
+      await ok("POST", `/iam/v2beta1/roles/${org}`, { name: "creator", capabilities: ["tag.create", "repo.create", "repo.blobs.get"] })
+    )["uid"] as string;
     const creator = await member(org);
     await bind(org, creator.uid, createOnly);
     const editor = await member(org, "editor");
@@ -395,9 +440,15 @@ describe("registry token endpoint: scopes granted", () => {
       { type: "repository", name: missing, actions: ["pull"] },
     ]);
     // tag.update is needed too: a push may move a tag.
-    expect((await accessOf(await getToken(basic("u", creator.token), ...scopes), creator.uid)).map((a) => a.actions)).toEqual([["pull"], ["pull"]]);
+    expect((await accessOf(await getToken(basic("u", creator.token), ...scopes), creator.uid)).map((a) => a.actions)).toEqual([
+      ["pull"],
+      ["pull"],
+    ]);
     // editor holds repo.create and tag.*, but not repo.blobs.get (docs/design.md, "Built-in roles").
-    expect((await accessOf(await getToken(basic("u", editor.token), ...scopes), editor.uid)).map((a) => a.actions)).toEqual([["push"], ["push"]]);
+    expect((await accessOf(await getToken(basic("u", editor.token), ...scopes), editor.uid)).map((a) => a.actions)).toEqual([
+      ["push"],
+      ["push"],
+    ]);
   });
 
   it("checks at the repo's own uid: a binding in a subgroup covers its repos, not its parent's", async () => {
@@ -410,7 +461,12 @@ describe("registry token endpoint: scopes granted", () => {
     const inTeam = registryPathOf(team, "svc");
     const inOrg = registryPathOf(org, "svc");
     expect(inTeam).toBe(`${team.replaceAll("/", "-")}/svc`);
-    expect(await accessOf(await getToken(basic("u", dev.token), `repository:${inTeam}:pull,push,delete`, `repository:${inOrg}:pull,push,delete`), dev.uid)).toEqual([
+    expect(
+      await accessOf(
+        await getToken(basic("u", dev.token), `repository:${inTeam}:pull,push,delete`, `repository:${inOrg}:pull,push,delete`),
+        dev.uid,
+      ),
+    ).toEqual([
       { type: "repository", name: inTeam, actions: ["pull", "push", "delete"] },
       { type: "repository", name: inOrg, actions: [] },
     ]);
@@ -421,7 +477,16 @@ describe("registry token endpoint: scopes granted", () => {
     const stranger = await member(await newOrg(), "owner");
     await newRepo(org, "app");
     const path = registryPathOf(org, "app");
-    expect(await accessOf(await getToken(basic("u", stranger.token), `repository:${path}:pull,push,delete,*`, `repository:${registryPathOf(org, "new")}:push`), stranger.uid)).toEqual([
+    expect(
+      await accessOf(
+        await getToken(
+          basic("u", stranger.token),
+          `repository:${path}:pull,push,delete,*`,
+          `repository:${registryPathOf(org, "new")}:push`,
+        ),
+        stranger.uid,
+      ),
+    ).toEqual([
       { type: "repository", name: path, actions: [] },
       { type: "repository", name: registryPathOf(org, "new"), actions: [] },
     ]);
@@ -433,15 +498,25 @@ describe("registry token endpoint: scopes granted", () => {
     const path = registryPathOf(org, "app");
     const owner = await member(org, "owner");
     const reader = await member(org, "registry.pull");
-    expect(await accessOf(await getToken(basic("u", owner.token), `repository:${path}:*`), owner.uid)).toEqual([{ type: "repository", name: path, actions: ["pull", "push", "delete", "*"] }]);
-    expect(await accessOf(await getToken(basic("u", reader.token), `repository:${path}:*`), reader.uid)).toEqual([{ type: "repository", name: path, actions: ["pull"] }]);
+    expect(await accessOf(await getToken(basic("u", owner.token), `repository:${path}:*`), owner.uid)).toEqual([
+      { type: "repository", name: path, actions: ["pull", "push", "delete", "*"] },
+    ]);
+    expect(await accessOf(await getToken(basic("u", reader.token), `repository:${path}:*`), reader.uid)).toEqual([
+      { type: "repository", name: path, actions: ["pull"] },
+    ]);
   });
 
   it("merges repeated scopes and actions, and keeps a resource class", async () => {
     const org = await newOrg();
     const owner = await member(org, "owner");
     const path = registryPathOf(org, "app");
-    const res = await getToken(basic("u", owner.token), `repository:${path}:pull`, `repository:${path}:push,pull`, `repository(plugin):${path}:pull`, `repository:${path}:pull`);
+    const res = await getToken(
+      basic("u", owner.token),
+      `repository:${path}:pull`,
+      `repository:${path}:push,pull`,
+      `repository(plugin):${path}:pull`,
+      `repository:${path}:pull`,
+    );
     expect(await accessOf(res, owner.uid)).toEqual([
       { type: "repository", name: path, actions: ["pull", "push"] },
       { type: "repository", class: "plugin", name: path, actions: ["pull"] },
@@ -451,9 +526,13 @@ describe("registry token endpoint: scopes granted", () => {
   it("gives registry:catalog:* only to holders of repo.list at the root", async () => {
     const org = await newOrg();
     const viewer = await member(org, "owner");
-    expect(await accessOf(await getToken(basic("u", viewer.token), "registry:catalog:*"), viewer.uid)).toEqual([{ type: "registry", name: "catalog", actions: [] }]);
+    expect(await accessOf(await getToken(basic("u", viewer.token), "registry:catalog:*"), viewer.uid)).toEqual([
+      { type: "registry", name: "catalog", actions: [] },
+    ]);
     const adminUid = decodeJwt(server.token).sub!;
-    expect(await accessOf(await getToken(basic("admin", server.token), "registry:catalog:*"), adminUid)).toEqual([{ type: "registry", name: "catalog", actions: ["*"] }]);
+    expect(await accessOf(await getToken(basic("admin", server.token), "registry:catalog:*"), adminUid)).toEqual([
+      { type: "registry", name: "catalog", actions: ["*"] },
+    ]);
   });
 });
 
@@ -472,7 +551,13 @@ describe("registry token endpoint: bad input", () => {
     expectError(res, 400, "UNSUPPORTED", `service "registry.elsewhere.example" is not this registry's (${service()})`);
     // Before the credentials are looked at.
     expectError(await get([["service", "other"]]), 400, "UNSUPPORTED", /is not this registry's/);
-    expectError(await post({ grant_type: "password", username: "u", password: token, service: "other" }), 400, "UNSUPPORTED", /is not this registry's/, "invalid_request");
+    expectError(
+      await post({ grant_type: "password", username: "u", password: token, service: "other" }),
+      400,
+      "UNSUPPORTED",
+      /is not this registry's/,
+      "invalid_request",
+    );
   });
 
   it.each([
@@ -502,8 +587,24 @@ describe("registry token endpoint: bad input", () => {
     for (const bad of [`repository:${path}\u0000:pull`, `repository:${path}:pull\u0001`, `repository:${path}:pull\u007f`]) {
       expectError(await getToken(basic("u", token), bad), 400, "UNSUPPORTED", 'parameter "scope" holds a control character (NUL included)');
     }
-    expectError(await get([["service", `${service()}\u0000`]], basic("u", token)), 400, "UNSUPPORTED", /"service" holds a control character/);
-    expectError(await get([["service", service()], ["account", "a\nb"]], basic("u", token)), 400, "UNSUPPORTED", /"account" holds a control character/);
+    expectError(
+      await get([["service", `${service()}\u0000`]], basic("u", token)),
+      400,
+      "UNSUPPORTED",
+      /"service" holds a control character/,
+    );
+    expectError(
+      await get(
+        [
+          ["service", service()],
+          ["account", "a\nb"],
+        ],
+        basic("u", token),
+      ),
+      400,
+      "UNSUPPORTED",
+      /"account" holds a control character/,
+    );
     const form = { grant_type: "password", username: "u\u0000", password: token, service: service() };
     expectError(await post(form), 400, "UNSUPPORTED", /"username" holds a control character/, "invalid_request");
     // In Basic credentials, control characters are credentials not accepted.
@@ -513,12 +614,39 @@ describe("registry token endpoint: bad input", () => {
   it(`refuses more than ${MAX_SCOPES} scopes, a scope over 512 bytes and a query over 8 KiB`, async () => {
     const scopes = Array.from({ length: MAX_SCOPES }, (_, i) => `repository:${path}${i}:pull`);
     expect((await getToken(basic("u", token), ...scopes)).status).toBe(200);
-    expectError(await getToken(basic("u", token), ...scopes, `repository:${path}:push`), 400, "UNSUPPORTED", `at most ${MAX_SCOPES} scopes may be asked for at once; 17 were`);
+    expectError(
+      await getToken(basic("u", token), ...scopes, `repository:${path}:push`),
+      400,
+      "UNSUPPORTED",
+      `at most ${MAX_SCOPES} scopes may be asked for at once; 17 were`,
+    );
     // Space-separated ones count the same.
-    const spaced = await post({ grant_type: "password", username: "u", password: token, service: service(), scope: [...scopes, `repository:${path}:push`].join(" ") });
+    const spaced = await post({
+      grant_type: "password",
+      username: "u",
+      password: token,
+      service: service(),
+      scope: [...scopes, `repository:${path}:push`].join(" "),
+    });
     expectError(spaced, 400, "UNSUPPORTED", /at most 16 scopes/, "invalid_scope");
-    expectError(await getToken(basic("u", token), `repository:${path}/${"a".repeat(512)}:pull`), 400, "UNSUPPORTED", "a scope is longer than 512 bytes");
-    expectError(await get([["service", service()], ["account", "a".repeat(9000)]], basic("u", token)), 400, "SIZE_INVALID", "the query is longer than 8192 bytes");
+    expectError(
+      await getToken(basic("u", token), `repository:${path}/${"a".repeat(512)}:pull`),
+      400,
+      "UNSUPPORTED",
+      "a scope is longer than 512 bytes",
+    );
+    expectError(
+      await get(
+        [
+          ["service", service()],
+          ["account", "a".repeat(9000)],
+        ],
+        basic("u", token),
+      ),
+      400,
+      "SIZE_INVALID",
+      "the query is longer than 8192 bytes",
+    );
   });
 
   it("refuses a form body over 8 KiB, without reading it all", async () => {
@@ -529,14 +657,61 @@ describe("registry token endpoint: bad input", () => {
 
   it("refuses wrong or missing grant types, missing form fields, another content type and repeated parameters", async () => {
     const base = { username: "u", password: token, service: service() };
-    expectError(await post({ ...base, grant_type: "client_credentials" }), 400, "UNSUPPORTED", 'grant_type "client_credentials" is not supported: use "password" or "refresh_token"', "unsupported_grant_type");
-    expectError(await post({ ...base, grant_type: "authorization_code" }), 400, "UNSUPPORTED", /is not supported/, "unsupported_grant_type");
+    expectError(
+      await post({ ...base, grant_type: "client_credentials" }),
+      400,
+      "UNSUPPORTED",
+      'grant_type "client_credentials" is not supported: use "password" or "refresh_token"',
+      "unsupported_grant_type",
+    );
+    expectError(
+      await post({ ...base, grant_type: "authorization_code" }),
+      400,
+      "UNSUPPORTED",
+      /is not supported/,
+      "unsupported_grant_type",
+    );
     expectError(await post(base), 400, "UNSUPPORTED", "grant_type is required", "invalid_request");
-    expectError(await post({ grant_type: "password", username: "u", service: service() }), 400, "UNSUPPORTED", 'grant_type "password" needs username and password', "invalid_request");
-    expectError(await post({ grant_type: "refresh_token", service: service() }), 400, "UNSUPPORTED", 'grant_type "refresh_token" needs refresh_token', "invalid_request");
-    expectError(await post(JSON.stringify({ ...base, grant_type: "password" }), "application/json"), 400, "UNSUPPORTED", "the body must be application/x-www-form-urlencoded", "invalid_request");
-    expectError(await post(`${new URLSearchParams({ ...base, grant_type: "password" }).toString()}&grant_type=password`), 400, "UNSUPPORTED", 'parameter "grant_type" is given more than once', "invalid_request");
-    expectError(await get([["service", service()], ["service", service()]], basic("u", token)), 400, "UNSUPPORTED", 'parameter "service" is given more than once');
+    expectError(
+      await post({ grant_type: "password", username: "u", service: service() }),
+      400,
+      "UNSUPPORTED",
+      'grant_type "password" needs username and password',
+      "invalid_request",
+    );
+    expectError(
+      await post({ grant_type: "refresh_token", service: service() }),
+      400,
+      "UNSUPPORTED",
+      'grant_type "refresh_token" needs refresh_token',
+      "invalid_request",
+    );
+    expectError(
+      await post(JSON.stringify({ ...base, grant_type: "password" }), "application/json"),
+      400,
+      "UNSUPPORTED",
+      "the body must be application/x-www-form-urlencoded",
+      "invalid_request",
+    );
+    expectError(
+      await post(`${new URLSearchParams({ ...base, grant_type: "password" }).toString()}&grant_type=password`),
+      400,
+      "UNSUPPORTED",
+      'parameter "grant_type" is given more than once',
+      "invalid_request",
+    );
+    expectError(
+      await get(
+        [
+          ["service", service()],
+          ["service", service()],
+        ],
+        basic("u", token),
+      ),
+      400,
+      "UNSUPPORTED",
+      'parameter "service" is given more than once',
+    );
   });
 
   it("answers other methods 405 (the route takes GET and POST)", async () => {
@@ -550,7 +725,12 @@ describe("registry token endpoint: rate limit", () => {
     expectError(await get([["service", "nope"]], undefined, url), 400, "UNSUPPORTED", /is not this registry's/);
     expectError(await get([], undefined, url), 400, "UNSUPPORTED", "service is required");
     const res = await get([["service", service()]], undefined, url);
-    expectError(res, 429, "TOOMANYREQUESTS", /^Resource exhausted: too many registry token requests from this address: at most 2 per 60 s; retry in \d+ s$/);
+    expectError(
+      res,
+      429,
+      "TOOMANYREQUESTS",
+      /^Resource exhausted: too many registry token requests from this address: at most 2 per 60 s; retry in \d+ s$/,
+    );
     expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
     expect(limitedOutcomes).toEqual(["invalid", "invalid", "limited"]);
   });

@@ -95,7 +95,8 @@ class TokenRequestError extends Error {
   }
 }
 
-const invalid = (message: string, oauth = "invalid_request", code = "UNSUPPORTED") => new TokenRequestError(400, code, message, oauth, "invalid");
+const invalid = (message: string, oauth = "invalid_request", code = "UNSUPPORTED") =>
+  new TokenRequestError(400, code, message, oauth, "invalid");
 
 /** What the caller is told for any credentials that were not accepted: the reason goes to the log only. */
 const NOT_ACCEPTED = "the credentials were not accepted";
@@ -152,7 +153,10 @@ function basicCredentials(header: string | undefined): { user: string; secret: s
 
 async function readRequest(req: Req, url: URL): Promise<TokenRequest> {
   if (req.method === "POST") {
-    const type = String(req.headers["content-type"] ?? "").split(";")[0]!.trim().toLowerCase();
+    const type = String(req.headers["content-type"] ?? "")
+      .split(";")[0]!
+      .trim()
+      .toLowerCase();
     if (type !== "application/x-www-form-urlencoded") throw invalid("the body must be application/x-www-form-urlencoded");
     let body: Uint8Array;
     try {
@@ -161,7 +165,14 @@ async function readRequest(req: Req, url: URL): Promise<TokenRequest> {
       if (!(e instanceof BodyTooLargeError)) throw e;
       // The rest of the body is never read: over HTTP/1.1 the connection closes after the answer.
       const close: Record<string, string> = req.httpVersionMajor === 1 ? { connection: "close" } : {};
-      throw new TokenRequestError(400, "SIZE_INVALID", `the form is larger than ${MAX_TOKEN_REQUEST_BYTES} bytes`, "invalid_request", "invalid", close);
+      throw new TokenRequestError(
+        400,
+        "SIZE_INVALID",
+        `the form is larger than ${MAX_TOKEN_REQUEST_BYTES} bytes`,
+        "invalid_request",
+        "invalid",
+        close,
+      );
     }
     const form = new URLSearchParams(new TextDecoder().decode(body));
     checkParams(form);
@@ -215,12 +226,18 @@ function parseScopes(raw: string[]): AskedScope[] {
     if (actions.some((a) => a === "")) throw invalid(`scope "${printable(text)}" names no action, or an empty one`, "invalid_scope");
     if (type === "repository") {
       const unknown = actions.find((a) => a !== ALL && !(REPO_ACTIONS as readonly string[]).includes(a));
-      if (unknown !== undefined) throw invalid(`scope "${printable(text)}": unknown action "${printable(unknown)}" (pull, push, delete or *)`, "invalid_scope");
+      if (unknown !== undefined)
+        throw invalid(`scope "${printable(text)}": unknown action "${printable(unknown)}" (pull, push, delete or *)`, "invalid_scope");
       if (!parseRegistryPath(name)) {
-        throw invalid(`scope "${printable(text)}": "${printable(name)}" is not a registry path <group uid with / written ->/<repo name>`, "invalid_scope", "NAME_INVALID");
+        throw invalid(
+          `scope "${printable(text)}": "${printable(name)}" is not a registry path <group uid with / written ->/<repo name>`,
+          "invalid_scope",
+          "NAME_INVALID",
+        );
       }
     } else if (type === "registry") {
-      if (cls !== undefined || name !== "catalog" || actions.some((a) => a !== ALL)) throw invalid(`scope "${printable(text)}": the one registry scope is registry:catalog:*`, "invalid_scope");
+      if (cls !== undefined || name !== "catalog" || actions.some((a) => a !== ALL))
+        throw invalid(`scope "${printable(text)}": the one registry scope is registry:catalog:*`, "invalid_scope");
     } else {
       throw invalid(`scope "${printable(text)}": unknown resource type "${printable(type)}" (repository or registry)`, "invalid_scope");
     }
@@ -248,7 +265,12 @@ async function grantedAccess(db: Database, grants: Grants, asked: AskedScope[]):
     : [];
   const uidOf = new Map(rows.map((r) => [`${r.parentUid}\n${r.name}`, r.uid]));
   return asked.map((scope) => {
-    const entry = (actions: string[]): RegistryAccess => ({ type: scope.type, ...(scope.class ? { class: scope.class } : {}), name: scope.name, actions });
+    const entry = (actions: string[]): RegistryAccess => ({
+      type: scope.type,
+      ...(scope.class ? { class: scope.class } : {}),
+      name: scope.name,
+      actions,
+    });
     if (scope.type === "registry") {
       // The registry's catalog lists every repository and cannot filter: only those who may list
       // every repo (repo.list at the root) are given it.
@@ -259,7 +281,10 @@ async function grantedAccess(db: Database, grants: Grants, asked: AskedScope[]):
     const at = repoUid ?? groupUid;
     const holds: Record<RepoAction, boolean> = {
       pull: grants.holdsAt("repo.blobs.get", at),
-      push: grants.holdsAt("tag.create", at) && grants.holdsAt("tag.update", at) && (repoUid !== undefined || grants.holdsAt("repo.create", groupUid)),
+      push:
+        grants.holdsAt("tag.create", at) &&
+        grants.holdsAt("tag.update", at) &&
+        (repoUid !== undefined || grants.holdsAt("repo.create", groupUid)),
       delete: grants.holdsAt("tag.delete", at),
     };
     const wanted = scope.actions.has(ALL) ? REPO_ACTIONS : REPO_ACTIONS.filter((a) => scope.actions.has(a));
@@ -294,11 +319,13 @@ export function registryTokenRoute(deps: RegistryTokenDeps): Route {
     }
     if (subject !== undefined) {
       // Docker needs a user name, so any will do; one shaped as an identity uid must be the token's.
-      if (UID_SHAPES.identity.test(user) && user !== subject) throw refused("the user name is another identity's uid than the token's subject");
+      if (UID_SHAPES.identity.test(user) && user !== subject)
+        throw refused("the user name is another identity's uid than the token's subject");
       return subject;
     }
     // Only identities held by a group take OIDC tokens (the exchange's rule).
-    if (!request.oidc || !UID_SHAPES.child.test(user)) throw refused("the password is not a platform token, and the user name is no workload identity's uid");
+    if (!request.oidc || !UID_SHAPES.child.test(user))
+      throw refused("the password is not a platform token, and the user name is no workload identity's uid");
     try {
       return await exchangeIdentity(deps.exchange, { audience: deps.service, identityUid: user, oidcToken: secret, clientAddress });
     } catch (e) {
@@ -332,7 +359,12 @@ export function registryTokenRoute(deps: RegistryTokenDeps): Route {
       .sign(key.sign);
     const issuedAt = new Date(now * 1000).toISOString().replace(/\.\d{3}Z$/, "Z");
     deps.onOutcome?.("issued");
-    sendJson(res, 200, { token, access_token: token, expires_in: REGISTRY_TOKEN_TTL_SECONDS, issued_at: issuedAt }, { "cache-control": "no-store" });
+    sendJson(
+      res,
+      200,
+      { token, access_token: token, expires_in: REGISTRY_TOKEN_TTL_SECONDS, issued_at: issuedAt },
+      { "cache-control": "no-store" },
+    );
   }
 
   function fail(res: Res, e: unknown, form: boolean): void {
@@ -366,7 +398,14 @@ function asTokenError(e: unknown, onInternalError: (cause: unknown) => void): To
   if (e instanceof ConnectError) {
     if (e.code === Code.ResourceExhausted) {
       const retry = e.metadata.get("retry-after");
-      return new TokenRequestError(429, "TOOMANYREQUESTS", e.rawMessage, "invalid_request", "limited", retry ? { "retry-after": retry } : {});
+      return new TokenRequestError(
+        429,
+        "TOOMANYREQUESTS",
+        e.rawMessage,
+        "invalid_request",
+        "limited",
+        retry ? { "retry-after": retry } : {},
+      );
     }
     if (e.code === Code.InvalidArgument) return invalid(e.rawMessage);
   }

@@ -31,13 +31,7 @@ function joinPath(prefix: string, key: string): string {
  * each field decodes on its own (the failure is then about their combination,
  * such as two members of one oneof).
  */
-export function diagnoseMessage(
-  desc: DescMessage,
-  json: JsonValue,
-  path: string,
-  ctx: DiagnosisContext,
-  depth = 0,
-): Violation | undefined {
+export function diagnoseMessage(desc: DescMessage, json: JsonValue, path: string, ctx: DiagnosisContext, depth = 0): Violation | undefined {
   const here = path === "" ? "body" : path;
   if (depth > MAX_DEPTH) return { field: here, description: "is nested too deeply" };
   if (hasCustomJsonRepresentation(desc)) {

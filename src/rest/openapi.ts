@@ -42,7 +42,12 @@ const ERROR_RESPONSES: readonly (readonly [status: string, name: string, descrip
   ["403", "PermissionDenied", "PERMISSION_DENIED: the caller lacks the capability.", false],
   ["404", "NotFound", "NOT_FOUND: no such resource, or no such REST route.", false],
   ["409", "Conflict", "ALREADY_EXISTS or ABORTED.", true],
-  ["429", "ResourceExhausted", "RESOURCE_EXHAUSTED: a limit is reached (an organization's webhook subscriptions); a QuotaFailure detail names it.", true],
+  [
+    "429",
+    "ResourceExhausted",
+    "RESOURCE_EXHAUSTED: a limit is reached (an organization's webhook subscriptions); a QuotaFailure detail names it.",
+    true,
+  ],
   ["503", "Unavailable", "UNAVAILABLE: the database cannot be reached; retry after `Retry-After` seconds.", false],
 ];
 
@@ -100,7 +105,8 @@ export function buildOpenApiDocument(opts: OpenApiOptions): JsonObject {
           type: "http",
           scheme: "bearer",
           bearerFormat: "JWT",
-          description: "An API token (`Authorization: Bearer <token>`): from `platformctl login`, the token exchange, or the admin token file.",
+          description:
+            "An API token (`Authorization: Bearer <token>`): from `platformctl login`, the token exchange, or the admin token file.",
         },
       },
       responses,
@@ -172,7 +178,13 @@ function pathParameters(route: Route, schemas: SchemaSet): JsonObject[] {
     const description = variable.multiSegment
       ? `Sets \`${binding?.jsonPath}\`. May hold \`/\`: send it as is, not as %2F.`
       : `Sets \`${binding?.jsonPath}\`.`;
-    out.push({ name: variable.fieldPath.join("."), in: "path", required: true, description, schema: schemas.field(leaf, "request", "value") });
+    out.push({
+      name: variable.fieldPath.join("."),
+      in: "path",
+      required: true,
+      description,
+      schema: schemas.field(leaf, "request", "value"),
+    });
   });
   route.template.segments.forEach((segment, i) => {
     const inVariable = route.template.variables.some((v) => i >= v.start && i < v.end);
@@ -224,7 +236,8 @@ function queryParameters(route: Route, schemas: SchemaSet): JsonObject[] {
 function requestBody(route: Route, schemas: SchemaSet): JsonObject | undefined {
   const body = route.body;
   if (body.kind === "none") return undefined;
-  const schema = body.kind === "all" ? { $ref: ref(schemas.message(route.method.input, "request")) } : schemas.field(body.field, "request", "value");
+  const schema =
+    body.kind === "all" ? { $ref: ref(schemas.message(route.method.input, "request")) } : schemas.field(body.field, "request", "value");
   const required = body.kind === "field" && getOption(body.field, field_behavior).includes(FieldBehavior.REQUIRED);
   const description =
     body.kind === "all" ? "The request message; fields in the path win over the body." : `The request's \`${body.field.jsonName}\`.`;
@@ -372,10 +385,20 @@ class SchemaSet {
     let schema: JsonObject;
     switch (typeName) {
       case TIMESTAMP:
-        schema = { type: "string", format: "date-time", description: "RFC 3339 in UTC; responses always carry milliseconds.", examples: ["2026-11-22T14:00:00.123Z"] };
+        schema = {
+          type: "string",
+          format: "date-time",
+          description: "RFC 3339 in UTC; responses always carry milliseconds.",
+          examples: ["2026-11-22T14:00:00.123Z"],
+        };
         break;
       case DURATION:
-        schema = { type: "string", pattern: "^-?[0-9]+(\\.[0-9]{1,9})?s$", description: "Seconds with an `s` suffix.", examples: ["3600s"] };
+        schema = {
+          type: "string",
+          pattern: "^-?[0-9]+(\\.[0-9]{1,9})?s$",
+          description: "Seconds with an `s` suffix.",
+          examples: ["3600s"],
+        };
         break;
       case FIELD_MASK:
         schema = { type: "string", description: "Comma-separated field paths (JSON or proto names).", examples: ["name,description"] };

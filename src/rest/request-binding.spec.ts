@@ -3,7 +3,12 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { GroupsService, ListGroupsRequestSchema, type ListGroupsRequest, type UpdateGroupRequest } from "../../gen/platform/iam/v2beta1/groups_pb.js";
+import {
+  GroupsService,
+  ListGroupsRequestSchema,
+  type ListGroupsRequest,
+  type UpdateGroupRequest,
+} from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { FieldLookup } from "./field-lookup.js";
 import { RequestBinder } from "./request-binding.js";
 import { RouteTable } from "./route-table.js";

@@ -152,7 +152,8 @@ export class RequestBinder {
         throw invalidArgument(name, "is a list of messages, which cannot be set in the query string");
       }
       if (field.fieldKind === "message" && !hasCustomJsonRepresentation(field.message)) {
-        if (last) throw invalidArgument(name, `is a message: set its fields instead, e.g. ${name}.${field.message.fields[0]?.jsonName ?? "field"}`);
+        if (last)
+          throw invalidArgument(name, `is a message: set its fields instead, e.g. ${name}.${field.message.fields[0]?.jsonName ?? "field"}`);
         message = field.message;
         continue;
       }

@@ -41,7 +41,9 @@ function fakeGroups(store: Map<string, Group>, seen: Seen): ServiceImpl<typeof G
     listGroups(req, ctx) {
       record("ListGroups", ctx.requestHeader);
       seen.list = req;
-      const groups = [...store.values()].filter((g) => req.uidp?.descendantsOf === undefined || g.uid.startsWith(`${req.uidp.descendantsOf}/`));
+      const groups = [...store.values()].filter(
+        (g) => req.uidp?.descendantsOf === undefined || g.uid.startsWith(`${req.uidp.descendantsOf}/`),
+      );
       return create(ListGroupsResponseSchema, { groups, totalCount: BigInt(groups.length), skipped: req.skip });
     },
     getGroup(req, ctx) {
@@ -104,7 +106,15 @@ function makeHandler(options: Partial<RestHandlerOptions> = {}): RestHandler {
     services: [GroupsService],
     // As the server does: the implementation is called directly with the bound message.
     invoke: async (method, message, header, requestMethod, url, clientGone) => {
-      const context = createHandlerContext({ service: GroupsService, method, protocolName: "rest", requestMethod, url, requestHeader: header.headers, requestSignal: clientGone.signal });
+      const context = createHandlerContext({
+        service: GroupsService,
+        method,
+        protocolName: "rest",
+        requestMethod,
+        url,
+        requestHeader: header.headers,
+        requestSignal: clientGone.signal,
+      });
       return create(method.output, (await impl[method.localName]!(message, context)) as never);
     },
     serviceDomain: "localhost",
@@ -124,7 +134,12 @@ function startServer(options: Partial<RestHandlerOptions> = {}): Promise<{ serve
   });
 }
 
-async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; json: unknown; headers: Headers }> {
+async function call(
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; json: unknown; headers: Headers }> {
   const res = await fetch(base + path, {
     method,
     headers: { authorization: "Bearer t0k3n", ...(body === undefined ? {} : { "content-type": "application/json" }), ...headers },
@@ -146,7 +161,10 @@ afterAll(async () => {
 
 beforeEach(() => {
   store.clear();
-  store.set("root", create(GroupSchema, { uid: "root", name: "acme", createTime: CREATED, updateTime: CREATED, resourceLimits: { repos: 5 } }));
+  store.set(
+    "root",
+    create(GroupSchema, { uid: "root", name: "acme", createTime: CREATED, updateTime: CREATED, resourceLimits: { repos: 5 } }),
+  );
   store.set("root/child", create(GroupSchema, { uid: "root/child", name: "team", verified: true }));
   Object.assign(seen, { calls: [], authorization: [], requestIds: [], internalErrors: [] } satisfies Seen);
   delete seen.list;
@@ -168,7 +186,10 @@ const CHILD_JSON = {
 
 describe("REST transcoder over HTTP", () => {
   it("lists with query parameters bound into the request", async () => {
-    const res = await call("GET", "/iam/v2beta1/groups?pageSize=10&uidp.descendants_of=root&uidp.ids=a&uidp.ids=b&orderBy=name%20desc&skip=1");
+    const res = await call(
+      "GET",
+      "/iam/v2beta1/groups?pageSize=10&uidp.descendants_of=root&uidp.ids=a&uidp.ids=b&orderBy=name%20desc&skip=1",
+    );
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("application/json");
     expect(seen.list?.pageSize).toBe(10);
@@ -216,7 +237,13 @@ describe("REST transcoder over HTTP", () => {
     const res = await call("POST", "/iam/v2beta1/groups", { name: "newco", description: "d" });
     expect(res.status).toBe(200);
     expect(seen.createParent).toBe("");
-    expect(res.json).toMatchObject({ uid: "r00t", name: "newco", description: "d", createTime: "2024-05-06T07:08:09.123Z", updateTime: null });
+    expect(res.json).toMatchObject({
+      uid: "r00t",
+      name: "newco",
+      description: "d",
+      createTime: "2024-05-06T07:08:09.123Z",
+      updateTime: null,
+    });
   });
 
   it("creates a child group with POST /iam/v2beta1/groups/{parent=**}", async () => {
@@ -462,7 +489,18 @@ describe("REST transcoder with a small body limit", () => {
 describe("CallHeader", () => {
   // What the pipeline authenticates with must be exactly what fetch Headers would give.
   it("gives the Authorization value fetch Headers give, for plain and odd values alike, and makes Headers only on demand", () => {
-    const values = ["Bearer abc.def.ghi", "Bearer  two  spaces", "Bearer\ttab", " padded ", "\tBearer x\t", "Bearer caf\u00e9", "\u00ff", "", "x", "Bearer \u0080\u00a0"];
+    const values = [
+      "Bearer abc.def.ghi",
+      "Bearer  two  spaces",
+      "Bearer\ttab",
+      " padded ",
+      "\tBearer x\t",
+      "Bearer caf\u00e9",
+      "\u00ff",
+      "",
+      "x",
+      "Bearer \u0080\u00a0",
+    ];
     for (const value of values) {
       let made = 0;
       const header = new CallHeader({ authorization: value }, (node) => {

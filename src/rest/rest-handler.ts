@@ -196,7 +196,15 @@ export function createRestHandler(opts: RestHandlerOptions): RestHandler {
         if (body === undefined) return; // client gone mid-body
       }
       const input = binder.bind({ route, captures: match.captures, query, body });
-      const output = await opts.invoke(route.method, input, new CallHeader(req.headers, forwardedHeaders), httpMethod, url, clientGone, opts.contextValues?.(req));
+      const output = await opts.invoke(
+        route.method,
+        input,
+        new CallHeader(req.headers, forwardedHeaders),
+        httpMethod,
+        url,
+        clientGone,
+        opts.contextValues?.(req),
+      );
       if (clientGone.gone) return; // nobody is listening any more
       sendJson(sink, 200, renderer.render(route.method.output, output, route.responseBody));
     } catch (e) {
@@ -208,11 +216,7 @@ export function createRestHandler(opts: RestHandlerOptions): RestHandler {
   };
 }
 
-async function readRequestBody(
-  req: NodeRequest,
-  res: RestResponse,
-  limit: number,
-): Promise<Uint8Array | undefined> {
+async function readRequestBody(req: NodeRequest, res: RestResponse, limit: number): Promise<Uint8Array | undefined> {
   try {
     return await readBody(req, limit);
   } catch (e) {

@@ -132,7 +132,9 @@ function serviceWithRule(path: string, body: string): DescService {
     ],
     service: [{ name: "Broken", method: [{ name: "Get", inputType: ".broken.Req", outputType: ".broken.Req", options }] }],
   });
-  const registry = createFileRegistry(file, (name) => (name === file_google_api_annotations.proto.name ? file_google_api_annotations : undefined));
+  const registry = createFileRegistry(file, (name) =>
+    name === file_google_api_annotations.proto.name ? file_google_api_annotations : undefined,
+  );
   const service = registry.getService("broken.Broken");
   if (service === undefined) throw new Error("broken.Broken not built");
   return service;

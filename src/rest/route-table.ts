@@ -1,4 +1,12 @@
-import { getOption, hasOption, type DescField, type DescMessage, type DescMethod, type DescMethodUnary, type DescService } from "@bufbuild/protobuf";
+import {
+  getOption,
+  hasOption,
+  type DescField,
+  type DescMessage,
+  type DescMethod,
+  type DescMethodUnary,
+  type DescService,
+} from "@bufbuild/protobuf";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../gen/google/api/http_pb.js";
 import { captureVariables, parsePathTemplate, type CapturedValue, type PathTemplate } from "./http-rule.js";

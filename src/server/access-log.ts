@@ -3,7 +3,6 @@ import { createContextKey, createContextValues, type ContextValues } from "@conn
 import type { Logger } from "pino";
 import type { NodeRequest as Req, NodeResponse as Res } from "./http-types.js";
 
-
 /** What the call pipeline adds to a request's access-log line. */
 export interface AccessRecord {
   requestId: string;
@@ -57,7 +56,12 @@ export class AccessLog {
       const url = req.url ?? "";
       const q = url.indexOf("?");
       // Built field by field, in the line's order, rather than spread from conditional objects.
-      const line: Record<string, unknown> = { requestId, method: req.method, path: q === -1 ? url : url.slice(0, q), status: res.statusCode };
+      const line: Record<string, unknown> = {
+        requestId,
+        method: req.method,
+        path: q === -1 ? url : url.slice(0, q),
+        status: res.statusCode,
+      };
       if (record.rpc) {
         line["rpc"] = record.rpc;
         line["code"] = record.code;

@@ -14,7 +14,6 @@ import type { NodeRequest as Req, NodeResponse as Res } from "./http-types.js";
 // come from the swagger-ui-dist package, a fixed list of them, read on first
 // use and kept.
 
-
 /** A body served as is, with what conditional and compressed GETs need. */
 interface Asset {
   readonly type: string;
@@ -99,10 +98,12 @@ export function apiDocRoutes(opts: { services: readonly DescService[] }): Map<st
   for (const [name, type] of Object.entries(PACKAGE_FILES)) {
     let loaded: Promise<Asset> | undefined;
     const load = (): Promise<Asset> =>
-      (loaded ??= readFile(join(packageDir, name)).then((body) => asset(type, body, { "cache-control": "public, max-age=86400" })).catch((e: unknown) => {
-        loaded = undefined; // try again on the next request
-        throw e;
-      }));
+      (loaded ??= readFile(join(packageDir, name))
+        .then((body) => asset(type, body, { "cache-control": "public, max-age=86400" }))
+        .catch((e: unknown) => {
+          loaded = undefined; // try again on the next request
+          throw e;
+        }));
     routes.set(`/docs/${name}`, { methods: ["GET", "HEAD"], serve: async (req, res) => send(req, res, await load()) });
   }
   return routes;

@@ -4,14 +4,33 @@ import type { ConnectRouter } from "@connectrpc/connect";
 import type { PGlite } from "@electric-sql/pglite";
 import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
-import { ExchangeLimits, PerMinuteLimit, OidcIssuers, OutboundBudgets, SigningKeys, TokenService, bootstrapAdminToken, writeAdminToken, type MintedToken, type TokenExchangeDeps } from "../auth/index.js";
+import {
+  ExchangeLimits,
+  PerMinuteLimit,
+  OidcIssuers,
+  OutboundBudgets,
+  SigningKeys,
+  TokenService,
+  bootstrapAdminToken,
+  writeAdminToken,
+  type MintedToken,
+  type TokenExchangeDeps,
+} from "../auth/index.js";
 import { AdminTokenRenewal } from "../auth/admin-token-renewal.js";
 import { devIssuer, loginRoutes } from "../auth/login/index.js";
 import { Authorizer, GRANTS_CHANGED_CHANNEL, Grants, GrantsCache } from "../authz/index.js";
 import { SecretBox, ensurePrivateDir, loadMasterKey } from "../crypto/index.js";
 import { openDatabase, POSTGRES_POOL_SIZE, type DatabaseHandle } from "../db/index.js";
 import { Egress } from "../egress/index.js";
-import { CreatorCheck, DELIVERIES_CHANNEL, EVENTS_CHANNEL, EventHub, EventRecorder, EventRetention, WebhookDispatcher } from "../events/index.js";
+import {
+  CreatorCheck,
+  DELIVERIES_CHANNEL,
+  EVENTS_CHANNEL,
+  EventHub,
+  EventRecorder,
+  EventRetention,
+  WebhookDispatcher,
+} from "../events/index.js";
 import { ListEngine } from "../list/index.js";
 import { createJsonRenderer, createRestHandler } from "../rest/index.js";
 import { API_SERVICES, type ServiceContext } from "../services/index.js";
@@ -92,7 +111,8 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   const master = await loadMasterKey({ configured: config.masterKey, dataDir: config.dataDir });
   const secrets = new SecretBox(master.key);
   master.key.fill(0);
-  if (master.file?.created) log.info({ path: master.file.path }, "master key created: back it up, the database's secrets cannot be read without it");
+  if (master.file?.created)
+    log.info({ path: master.file.path }, "master key created: back it up, the database's secrets cannot be read without it");
   const metrics = new Metrics();
   const database = await openDatabase({
     databaseUrl: config.databaseUrl,
@@ -104,17 +124,23 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   metrics.logLinesDropped(opts.logLinesDropped ?? (() => 0));
   // Opening the database wrote the built-in roles from the catalogue (docs/design.md, "Built-in roles").
   const roleSync = database.builtInRoles;
-  if (roleSync.written.length || roleSync.removed.length) log.info({ written: roleSync.written, removed: roleSync.removed }, "built-in roles written from the catalogue");
-  if (roleSync.kept.length) log.warn({ kept: roleSync.kept }, "built-in roles no longer in the catalogue are kept while bindings, invites or identity providers still use them");
-  const tls = config.tls
-    ? { cert: await readFile(config.tls.certFile), key: await readFile(config.tls.keyFile) }
-    : undefined;
+  if (roleSync.written.length || roleSync.removed.length)
+    log.info({ written: roleSync.written, removed: roleSync.removed }, "built-in roles written from the catalogue");
+  if (roleSync.kept.length)
+    log.warn(
+      { kept: roleSync.kept },
+      "built-in roles no longer in the catalogue are kept while bindings, invites or identity providers still use them",
+    );
+  const tls = config.tls ? { cert: await readFile(config.tls.certFile), key: await readFile(config.tls.keyFile) } : undefined;
   const listener = await bind({ host: config.host, port: config.port, tls, timeouts: config.timeouts });
   const urls = resolveUrls(config, listener.port);
   database.describeHolder({ port: listener.port });
 
   if (master.file && database.kind === "postgres") {
-    log.warn({ path: master.file.path }, "the master key comes from this machine's key file: give every replica the same PLATFORM_MASTER_KEY");
+    log.warn(
+      { path: master.file.path },
+      "the master key comes from this machine's key file: give every replica the same PLATFORM_MASTER_KEY",
+    );
   }
 
   // Secrets written before encryption at rest are sealed here, once (idempotent); the settings
@@ -139,12 +165,18 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       notificationsUrl: config.registry.notificationsUrl ?? `${urls.authUrl}${REGISTRY_NOTIFICATIONS_PATH}`,
     },
     notificationsSecret: () => loadRegistryNotificationSecret(database.db, secrets),
-    onWritten: (files, rotation) => log.info({ ...files, ...rotation }, "registry configuration written: run docker-registry serve with it, and restart the registry before the rotation"),
+    onWritten: (files, rotation) =>
+      log.info(
+        { ...files, ...rotation },
+        "registry configuration written: run docker-registry serve with it, and restart the registry before the rotation",
+      ),
     onError: (e) => log.error({ err: e }, "rewriting the registry's certificate bundle failed; retrying in an hour"),
   });
   // A read-only file system (PostgreSQL and PLATFORM_MASTER_KEY need no data directory) serves on
   // without the files: the token endpoint does not need them, only the registry's operator does.
-  await registryFiles.write().catch((e: unknown) => log.warn({ err: e, dir: config.registry.configDir }, "could not write the registry's configuration"));
+  await registryFiles
+    .write()
+    .catch((e: unknown) => log.warn({ err: e, dir: config.registry.configDir }, "could not write the registry's configuration"));
   registryFiles.start();
   const descriptors = API_SERVICES.map((s) => s.service);
   // One JSON shape for a message, whichever JSON protocol carries it (REST, Connect) and in events' data.
@@ -152,7 +184,12 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   // Webhooks go through an egress guard of their own: same rule, their own in-flight cap, so a slow
   // receiver cannot hold the requests sign-in needs.
   // As many requests in flight as the dispatcher sends at once, so that none fails as "busy".
-  const webhookEgress = new Egress({ allowInsecure: config.allowInsecureIssuers, timeoutMs: config.events.timeoutMs, maxBytes: 64 * 1024, maxInFlight: WEBHOOKS_IN_FLIGHT });
+  const webhookEgress = new Egress({
+    allowInsecure: config.allowInsecureIssuers,
+    timeoutMs: config.events.timeoutMs,
+    maxBytes: 64 * 1024,
+    maxInFlight: WEBHOOKS_IN_FLIGHT,
+  });
   const eventHub = new EventHub({ db: database.db, onError: (e) => log.error({ err: e }, "reading new events failed; retrying") });
   eventHub.start();
   metrics.eventStreams(() => eventHub.size);
@@ -237,7 +274,12 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   const unlistenEvents = await database.listen(EVENTS_CHANNEL, lookForEvents, () => eventHub.resume());
   const unlistenDeliveries = await database.listen(DELIVERIES_CHANNEL, lookForDeliveries, () => dispatcher.resume());
   dispatcher.start();
-  const retention = new EventRetention({ db: database.db, clock, retentionMs: config.events.retentionMs, onError: (e) => log.error({ err: e }, "event pruning failed") });
+  const retention = new EventRetention({
+    db: database.db,
+    clock,
+    retentionMs: config.events.retentionMs,
+    onError: (e) => log.error({ err: e }, "event pruning failed"),
+  });
   retention.start();
 
   const accessLog = new AccessLog(log, (record, status, seconds) => metrics.request(record, status, seconds));
@@ -248,7 +290,14 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     // Anyone may call these: their messages are read up to ANONYMOUS_BODY_BYTES (docs/security.md, "Connections").
     const publicOptions = { readMaxBytes: ANONYMOUS_BODY_BYTES };
     registerReflection(router, descriptors, publicOptions);
-    registerHealth(router, { status: async () => ((await ready()) ? "SERVING" : "NOT_SERVING") }, descriptors.map((s) => s.typeName), shutdown.signal, undefined, publicOptions);
+    registerHealth(
+      router,
+      { status: async () => ((await ready()) ? "SERVING" : "NOT_SERVING") },
+      descriptors.map((s) => s.typeName),
+      shutdown.signal,
+      undefined,
+      publicOptions,
+    );
   };
   const pipeline = new CallPipeline(
     {
@@ -398,7 +447,10 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     const boot = await bootstrapAdminToken(database.db, tokens, urls.baseUrl, clock);
     adminToken = boot.token;
     adminTokenPath = await writeAdminToken(config.dataDir, boot.token);
-    log.info({ path: adminTokenPath, identity: boot.identityUid }, "admin token written (valid one hour, renewed every half hour while running)");
+    log.info(
+      { path: adminTokenPath, identity: boot.identityUid },
+      "admin token written (valid one hour, renewed every half hour while running)",
+    );
     // The file stays valid while the server runs (README: "Admin token").
     adminTokenRenewal = new AdminTokenRenewal(
       {

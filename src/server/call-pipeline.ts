@@ -139,7 +139,12 @@ export class CallPipeline {
     const service = method.parent;
     if (isPublicService(service.typeName)) return undefined;
     const authorization = req.headers.authorization;
-    return authenticate(this.opts.tokens, this.opts.audiences, typeof authorization === "string" ? authorization : null, createContextValues()).then(
+    return authenticate(
+      this.opts.tokens,
+      this.opts.audiences,
+      typeof authorization === "string" ? authorization : null,
+      createContextValues(),
+    ).then(
       () => undefined,
       (e: unknown) => {
         const err = withErrorInfo(toConnectError(e, this.opts.onInternalError), this.domainOf(service));
@@ -178,7 +183,13 @@ export class CallPipeline {
   interceptor(): Interceptor {
     return (next) => async (req) => {
       const res = await this.run(
-        { service: req.service, method: req.method, message: req.stream ? undefined : req.message, authorization: req.header.get("authorization"), values: req.contextValues },
+        {
+          service: req.service,
+          method: req.method,
+          message: req.stream ? undefined : req.message,
+          authorization: req.header.get("authorization"),
+          values: req.contextValues,
+        },
         () => next(req),
       );
       if (!res.stream) {
@@ -201,7 +212,16 @@ export class CallPipeline {
    * bound (REST, and Connect JSON unary calls): no second router, no
    * serialisation round trip.
    */
-  readonly call: RestInvoke = async (method, message, header, requestMethod, url, clientGone, values = createContextValues(), protocolName = "rest") => {
+  readonly call: RestInvoke = async (
+    method,
+    message,
+    header,
+    requestMethod,
+    url,
+    clientGone,
+    values = createContextValues(),
+    protocolName = "rest",
+  ) => {
     const fn = this.unary.get(method);
     const service = method.parent;
     const result = await this.run({ service, method, message, authorization: header.authorization, values }, async () => {

@@ -80,7 +80,11 @@ describe("connection timeouts", () => {
 describe("event stream caps", () => {
   it("default to 1024 streams per server, 64 reading one organization, 16 per identity, and can be set", () => {
     expect(loadConfig({}).events.streams).toEqual({ perServer: 1024, perOrganization: 64, perIdentity: 16 });
-    const set = loadConfig({ PLATFORM_MAX_EVENT_STREAMS: "5000", PLATFORM_MAX_EVENT_STREAMS_PER_ORG: "100", PLATFORM_MAX_EVENT_STREAMS_PER_IDENTITY: "4" });
+    const set = loadConfig({
+      PLATFORM_MAX_EVENT_STREAMS: "5000",
+      PLATFORM_MAX_EVENT_STREAMS_PER_ORG: "100",
+      PLATFORM_MAX_EVENT_STREAMS_PER_IDENTITY: "4",
+    });
     expect(set.events.streams).toEqual({ perServer: 5000, perOrganization: 100, perIdentity: 4 });
   });
 
@@ -195,13 +199,19 @@ describe("outbound budgets and token exchange rate limits", () => {
     ] as const) {
       expect(() => loadConfig({ [name]: raw }), name).toThrow(new RegExp(name));
     }
-    expect(() => loadConfig({ PLATFORM_EGRESS_ORG_IN_FLIGHT: "8", PLATFORM_EGRESS_ORGS_IN_FLIGHT: "4" })).toThrow(/must not exceed PLATFORM_EGRESS_ORGS_IN_FLIGHT/);
+    expect(() => loadConfig({ PLATFORM_EGRESS_ORG_IN_FLIGHT: "8", PLATFORM_EGRESS_ORGS_IN_FLIGHT: "4" })).toThrow(
+      /must not exceed PLATFORM_EGRESS_ORGS_IN_FLIGHT/,
+    );
   });
 });
 
 describe("development-only settings", () => {
   it("warn about nothing in a production configuration", () => {
-    const production = { PLATFORM_BASE_URL: "https://platform.example.com", PLATFORM_OIDC_ISSUER: "https://idp.example", PLATFORM_OIDC_CLIENT_ID: "c" };
+    const production = {
+      PLATFORM_BASE_URL: "https://platform.example.com",
+      PLATFORM_OIDC_ISSUER: "https://idp.example",
+      PLATFORM_OIDC_CLIENT_ID: "c",
+    };
     expect(developmentWarnings(loadConfig(production))).toEqual([]);
   });
 
@@ -246,7 +256,16 @@ describe("PLATFORM_TRUSTED_IDP_HOSTS", () => {
   });
 
   it("refuses anything but a bare host, naming the entry", () => {
-    for (const entry of ["https://login.example.com", "login.example.com:443", "login.example.com/x", "*.example.com", "user@login.example.com", "a b", "login\u0000.example.com", "[::1"]) {
+    for (const entry of [
+      "https://login.example.com",
+      "login.example.com:443",
+      "login.example.com/x",
+      "*.example.com",
+      "user@login.example.com",
+      "a b",
+      "login\u0000.example.com",
+      "[::1",
+    ]) {
       let thrown: unknown;
       try {
         loadConfig({ PLATFORM_TRUSTED_IDP_HOSTS: `fine.example.com,${entry}` });
@@ -313,7 +332,8 @@ describe("the registry's settings", () => {
     for (const addr of ["5000", "localhost", "host:99999", "a b:5000", "x:5000\u0000", "http://x:5000"]) {
       expect(() => loadConfig({ PLATFORM_REGISTRY_ADDR: addr }), addr).toThrow(ConfigError);
     }
-    for (const raw of ["30s", "59m", "1826d", "soon"]) expect(() => loadConfig({ PLATFORM_REGISTRY_KEY_ROTATION: raw }), raw).toThrow(ConfigError);
+    for (const raw of ["30s", "59m", "1826d", "soon"])
+      expect(() => loadConfig({ PLATFORM_REGISTRY_KEY_ROTATION: raw }), raw).toThrow(ConfigError);
     expect(() => loadConfig({ PLATFORM_REGISTRY_NOTIFY_URL: "ftp://x/y" })).toThrow(ConfigError);
     expect(() => loadConfig({ PLATFORM_REGISTRY_TOKENS_PER_ADDRESS: "-1" })).toThrow(ConfigError);
   });

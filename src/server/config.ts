@@ -105,7 +105,6 @@ export interface RegistryConfig {
   tokensPerAddress: number;
 }
 
-
 function parseRegistry(env: NodeJS.ProcessEnv, dataDir: string): RegistryConfig {
   const addr = env["PLATFORM_REGISTRY_ADDR"] || "127.0.0.1:5000";
   // host:port or [v6]:port; the host may be empty (every interface), as Go's listeners take it.
@@ -113,7 +112,12 @@ function parseRegistry(env: NodeJS.ProcessEnv, dataDir: string): RegistryConfig 
     throw new ConfigError(`PLATFORM_REGISTRY_ADDR must be host:port, not "${addr}"`);
   }
   // 90 days by default: the registry reads its certificates only at start, so it must be restarted once in each period.
-  const rotation = parseDuration("PLATFORM_REGISTRY_KEY_ROTATION", env["PLATFORM_REGISTRY_KEY_ROTATION"], DEFAULT_REGISTRY_ROTATE_AFTER_MS, MIN_REGISTRY_ROTATE_AFTER_MS);
+  const rotation = parseDuration(
+    "PLATFORM_REGISTRY_KEY_ROTATION",
+    env["PLATFORM_REGISTRY_KEY_ROTATION"],
+    DEFAULT_REGISTRY_ROTATE_AFTER_MS,
+    MIN_REGISTRY_ROTATE_AFTER_MS,
+  );
   if (rotation > MAX_REGISTRY_ROTATE_AFTER_MS) throw new ConfigError("PLATFORM_REGISTRY_KEY_ROTATION must be at most 1825d");
   return {
     addr,
@@ -200,7 +204,8 @@ export function parseTrustedIdpHosts(raw: string | undefined): string[] {
   for (const part of (raw ?? "").split(",")) {
     const entry = part.trim();
     if (entry === "") continue;
-    const bad = (why: string) => new ConfigError(`PLATFORM_TRUSTED_IDP_HOSTS: ${JSON.stringify(entry.slice(0, 200))} is not a host name: ${why}`);
+    const bad = (why: string) =>
+      new ConfigError(`PLATFORM_TRUSTED_IDP_HOSTS: ${JSON.stringify(entry.slice(0, 200))} is not a host name: ${why}`);
     if (/[\u0000-\u0020\u007f]/.test(entry)) throw bad("it contains a space or a control character");
     if (entry.includes("*")) throw bad("wildcards are not supported; list each host");
     if (/[/:@?#]/.test(entry.replace(/^\[[0-9a-fA-F:.]+\]$/, ""))) throw bad("give the host alone, without scheme, port, path or user");
@@ -222,7 +227,9 @@ export function parseTrustedIdpHosts(raw: string | undefined): string[] {
  * belongs in production, and a setting inherited from a developer's .env is
  * easy to miss.
  */
-export function developmentWarnings(c: Pick<Config, "oidc" | "host" | "baseUrl" | "authUrl" | "devLogin" | "allowInsecureIssuers">): string[] {
+export function developmentWarnings(
+  c: Pick<Config, "oidc" | "host" | "baseUrl" | "authUrl" | "devLogin" | "allowInsecureIssuers">,
+): string[] {
   const warnings: string[] = [];
   if (c.devLogin) {
     warnings.push(
@@ -255,7 +262,9 @@ function parseMasterKey(raw: string | undefined): Buffer | undefined {
   if (raw === undefined || raw === "") return undefined;
   const key = decodeMasterKey(raw);
   if (!key) {
-    throw new ConfigError("PLATFORM_MASTER_KEY must be 32 bytes as base64 (e.g. `openssl rand -base64 32`) or as 64 hex digits (`openssl rand -hex 32`)");
+    throw new ConfigError(
+      "PLATFORM_MASTER_KEY must be 32 bytes as base64 (e.g. `openssl rand -base64 32`) or as 64 hex digits (`openssl rand -hex 32`)",
+    );
   }
   return key;
 }
@@ -320,7 +329,8 @@ function parseDuration(name: string, raw: string | undefined, fallback: number, 
   if (raw === undefined || raw === "") return fallback;
   const m = /^(\d{1,9})(ms|s|m|h|d)$/.exec(raw.trim());
   const ms = m ? Number(m[1]) * DURATION_UNITS[m[2]!]! : NaN;
-  if (!Number.isFinite(ms) || ms < minMs) throw new ConfigError(`${name} must be a duration such as 90d, 12h, 30m or 45s, at least ${minMs} ms, not "${raw}"`);
+  if (!Number.isFinite(ms) || ms < minMs)
+    throw new ConfigError(`${name} must be a duration such as 90d, 12h, 30m or 45s, at least ${minMs} ms, not "${raw}"`);
   return ms;
 }
 
@@ -328,7 +338,9 @@ function parseOutbound(env: NodeJS.ProcessEnv): OutboundConfig {
   const perOrganization = parseInteger("PLATFORM_EGRESS_ORG_IN_FLIGHT", env["PLATFORM_EGRESS_ORG_IN_FLIGHT"], 4, 1000, 1);
   const organizations = parseInteger("PLATFORM_EGRESS_ORGS_IN_FLIGHT", env["PLATFORM_EGRESS_ORGS_IN_FLIGHT"], 64, 10_000, 1);
   if (perOrganization > organizations) {
-    throw new ConfigError(`PLATFORM_EGRESS_ORG_IN_FLIGHT (${perOrganization}) must not exceed PLATFORM_EGRESS_ORGS_IN_FLIGHT (${organizations})`);
+    throw new ConfigError(
+      `PLATFORM_EGRESS_ORG_IN_FLIGHT (${perOrganization}) must not exceed PLATFORM_EGRESS_ORGS_IN_FLIGHT (${organizations})`,
+    );
   }
   return {
     upstreamInFlight: parseInteger("PLATFORM_EGRESS_UPSTREAM_IN_FLIGHT", env["PLATFORM_EGRESS_UPSTREAM_IN_FLIGHT"], 16, 1000, 1),
@@ -350,7 +362,9 @@ export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 25_000;
 function parseShutdownTimeout(env: NodeJS.ProcessEnv): number {
   // The one shutdown setting: the old drain setting meant a part of it, and is refused rather than ignored.
   if (env["PLATFORM_SHUTDOWN_GRACE_MS"] !== undefined) {
-    throw new ConfigError("PLATFORM_SHUTDOWN_GRACE_MS is replaced by PLATFORM_SHUTDOWN_TIMEOUT, the whole shutdown's deadline (a duration such as 25s)");
+    throw new ConfigError(
+      "PLATFORM_SHUTDOWN_GRACE_MS is replaced by PLATFORM_SHUTDOWN_TIMEOUT, the whole shutdown's deadline (a duration such as 25s)",
+    );
   }
   const ms = parseDuration("PLATFORM_SHUTDOWN_TIMEOUT", env["PLATFORM_SHUTDOWN_TIMEOUT"], DEFAULT_SHUTDOWN_TIMEOUT_MS, 100);
   if (ms > 3_600_000) throw new ConfigError(`PLATFORM_SHUTDOWN_TIMEOUT must be at most 1h, not "${env["PLATFORM_SHUTDOWN_TIMEOUT"]}"`);
@@ -413,8 +427,20 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       timeoutMs: parseInteger("PLATFORM_WEBHOOK_TIMEOUT_MS", env["PLATFORM_WEBHOOK_TIMEOUT_MS"], 10_000, 300_000, 100),
       streams: {
         perServer: parseInteger("PLATFORM_MAX_EVENT_STREAMS", env["PLATFORM_MAX_EVENT_STREAMS"], STREAMS.perServer, 100_000, 1),
-        perOrganization: parseInteger("PLATFORM_MAX_EVENT_STREAMS_PER_ORG", env["PLATFORM_MAX_EVENT_STREAMS_PER_ORG"], STREAMS.perOrganization, 100_000, 1),
-        perIdentity: parseInteger("PLATFORM_MAX_EVENT_STREAMS_PER_IDENTITY", env["PLATFORM_MAX_EVENT_STREAMS_PER_IDENTITY"], STREAMS.perIdentity, 100_000, 1),
+        perOrganization: parseInteger(
+          "PLATFORM_MAX_EVENT_STREAMS_PER_ORG",
+          env["PLATFORM_MAX_EVENT_STREAMS_PER_ORG"],
+          STREAMS.perOrganization,
+          100_000,
+          1,
+        ),
+        perIdentity: parseInteger(
+          "PLATFORM_MAX_EVENT_STREAMS_PER_IDENTITY",
+          env["PLATFORM_MAX_EVENT_STREAMS_PER_IDENTITY"],
+          STREAMS.perIdentity,
+          100_000,
+          1,
+        ),
       },
     },
     outbound: parseOutbound(env),

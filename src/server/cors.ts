@@ -3,7 +3,6 @@ import { cors as connectCors } from "@connectrpc/connect";
 import { http as httpRule } from "../../gen/google/api/annotations_pb.js";
 import type { NodeRequest as Req, NodeResponse as Res } from "./http-types.js";
 
-
 // Browser origins (docs/security.md, "Browser origins (CORS)"). The lists are
 // Connect's own (so every Connect and gRPC-Web client works) plus what the
 // REST transcoder and the access log read and answer.
@@ -15,7 +14,12 @@ export const CORS_ALLOWED_METHODS: readonly string[] = union(connectCors.allowed
 export const CORS_ALLOWED_HEADERS: readonly string[] = union(connectCors.allowedHeaders, ["Authorization", "Content-Type", "X-Request-Id"]);
 
 /** Response headers a cross-origin script may read: Connect's (gRPC-Web status and details), the request id, Retry-After of UNAVAILABLE, Allow of a 405. */
-export const CORS_EXPOSED_HEADERS: readonly string[] = union(connectCors.exposedHeaders, ["Grpc-Status-Details-Bin", "X-Request-Id", "Retry-After", "Allow"]);
+export const CORS_EXPOSED_HEADERS: readonly string[] = union(connectCors.exposedHeaders, [
+  "Grpc-Status-Details-Bin",
+  "X-Request-Id",
+  "Retry-After",
+  "Allow",
+]);
 
 /** Chromium caps a preflight's cache at two hours; longer would only be ignored there. */
 export const CORS_MAX_AGE_SECONDS = 7200;

@@ -95,9 +95,18 @@ describe("serializeError", () => {
   });
 
   it("plain errors keep their message, codes and cause chain; values that are not errors become text", () => {
-    const inner = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED", errno: -111, syscall: "connect", address: "127.0.0.1" });
+    const inner = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), {
+      code: "ECONNREFUSED",
+      errno: -111,
+      syscall: "connect",
+      address: "127.0.0.1",
+    });
     const out = serializeError(new Error("database unavailable", { cause: inner }));
-    expect(out).toMatchObject({ type: "Error", message: "database unavailable", cause: { code: "ECONNREFUSED", errno: -111, syscall: "connect" } });
+    expect(out).toMatchObject({
+      type: "Error",
+      message: "database unavailable",
+      cause: { code: "ECONNREFUSED", errno: -111, syscall: "connect" },
+    });
     expect(serializeError(new AggregateError([postgresJsError(true)], "several")).errors?.[0]?.code).toBe("22P02");
     expect(serializeError(`thrown text\nparams: ${SECRET}`)).toEqual({ type: "string", message: "thrown text" });
     const cyclic: { message: string; cause?: unknown } = { message: "loop" };

@@ -4,10 +4,7 @@ import net from "node:net";
 import type { Duplex } from "node:stream";
 import type { NodeRequest, NodeResponse } from "./http-types.js";
 
-export type RequestHandler = (
-  req: NodeRequest,
-  res: NodeResponse,
-) => void;
+export type RequestHandler = (req: NodeRequest, res: NodeResponse) => void;
 
 export interface ListenOptions {
   host: string;
@@ -112,7 +109,6 @@ export async function bind(opts: ListenOptions): Promise<Listener> {
         res.once("close", () => {
           inflight--;
           if (inflight === 0) for (const done of idleWaiters.splice(0)) done();
-
         });
         if (req.httpVersionMajor === 1) {
           if (draining) res.setHeader("connection", "close");
@@ -142,7 +138,13 @@ export async function bind(opts: ListenOptions): Promise<Listener> {
       if (opts.tls) {
         // ALPN picks h2 or http/1.1; the secure server speaks both.
         const h2 = http2.createSecureServer(
-          { cert: opts.tls.cert, key: opts.tls.key, allowHTTP1: true, handshakeTimeout: headersMs, settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS } },
+          {
+            cert: opts.tls.cert,
+            key: opts.tls.key,
+            allowHTTP1: true,
+            handshakeTimeout: headersMs,
+            settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS },
+          },
           handler,
         );
         h2.setTimeout(idleMs);

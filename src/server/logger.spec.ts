@@ -23,7 +23,12 @@ describe("LogDestination", () => {
     log.info("two");
     destination.flush();
     closeSync(fd);
-    expect(readFileSync(path, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l).msg)).toEqual(["one", "two"]);
+    expect(
+      readFileSync(path, "utf8")
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l).msg),
+    ).toEqual(["one", "two"]);
     expect(destination.dropped).toBe(0);
   });
 
@@ -73,7 +78,10 @@ describe("LogDestination", () => {
         destination.flush();
         if (n === 0) break;
       }
-      const got = read.split("\n").filter(Boolean).map((l) => JSON.parse(l).i as number);
+      const got = read
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l).i as number);
       // Whole lines only, none twice, the oldest kept: every line is either delivered or counted.
       expect(got).toEqual(Array.from({ length: lines - dropped }, (_, i) => i));
       expect(destination.dropped).toBe(dropped);

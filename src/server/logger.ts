@@ -1,4 +1,4 @@
-import { fstatSync, writeSync } from "node:fs";
+import { fstatSync, type Stats, writeSync } from "node:fs";
 import { pino, type DestinationStream, type Logger } from "pino";
 import { serializeError } from "./error-serializer.js";
 
@@ -125,7 +125,7 @@ export class LogDestination implements DestinationStream {
  * file or a terminal is written synchronously.
  */
 export function stdoutDestination(): LogDestination {
-  let stat;
+  let stat: Stats;
   try {
     stat = fstatSync(1);
   } catch {

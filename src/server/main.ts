@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { DirectoryInUseError } from "../db/index.js";
-import { ConfigError, loadConfig } from "./config.js";
+import { type Config, ConfigError, loadConfig } from "./config.js";
 import { startApp } from "./app.js";
 import { serializeError, type SerializedError } from "./error-serializer.js";
 import { createLogger, stdoutDestination } from "./logger.js";
@@ -23,7 +23,7 @@ function loadDotEnv(path: string): void {
 }
 
 async function main(): Promise<void> {
-  let config;
+  let config: Config;
   try {
     loadDotEnv(process.env["PLATFORM_ENV_FILE"] ?? ".env");
     config = loadConfig(process.env);
@@ -93,7 +93,8 @@ main().catch((e: unknown) => {
   }
   // Through the log serializer: a failed query at start carries its parameters too.
   const lines: string[] = [];
-  for (let cur: SerializedError | undefined = serializeError(e); cur; cur = cur.cause) lines.push(cur.stack ?? `${cur.type}: ${cur.message}`);
+  for (let cur: SerializedError | undefined = serializeError(e); cur; cur = cur.cause)
+    lines.push(cur.stack ?? `${cur.type}: ${cur.message}`);
   process.stderr.write(`failed to start: ${lines.join("\ncaused by: ")}\n`);
   process.exit(1);
 });

@@ -101,7 +101,11 @@ export class Metrics {
     let series = this.requestSeries.get(key);
     if (!series) {
       // One series per (RPC, code, status): looked up by one string rather than re-hashing the labels each time.
-      series = this.requestSeconds.labels({ rpc: record.rpc, code: record.code === undefined ? "" : codeName(record.code), status: String(status) });
+      series = this.requestSeconds.labels({
+        rpc: record.rpc,
+        code: record.code === undefined ? "" : codeName(record.code),
+        status: String(status),
+      });
       this.requestSeries.set(key, series);
     }
     series.observe(seconds);

@@ -6,7 +6,6 @@ import { buildInfo } from "./build-info.js";
 import type { Metrics } from "./metrics.js";
 import type { NodeRequest as Req, NodeResponse as Res } from "./http-types.js";
 
-
 export interface PlainRouteDeps {
   keys: SigningKeys;
   issuer: string;
@@ -50,7 +49,11 @@ export function plainRoutes(deps: PlainRouteDeps): (req: Req, res: Res) => Promi
         methods: ["GET"],
         serve: async (_req, res) => {
           const text = await deps.metrics.registry.metrics();
-          res.writeHead(200, { "content-type": deps.metrics.registry.contentType, "cache-control": "no-store", "content-length": Buffer.byteLength(text) });
+          res.writeHead(200, {
+            "content-type": deps.metrics.registry.contentType,
+            "cache-control": "no-store",
+            "content-length": Buffer.byteLength(text),
+          });
           res.end(text);
         },
       },
@@ -114,7 +117,12 @@ export function plainRoutes(deps: PlainRouteDeps): (req: Req, res: Res) => Promi
       // A known path with another method: 405 naming the ones it takes, as the REST routes do.
       const allow = route.methods.join(", ");
       const err = new ConnectError(`${req.method ?? ""} is not allowed on ${url.pathname}; allowed: ${allow}`, Code.Unimplemented);
-      sendError(res, err, { domain: deps.errorDomain, status: 405, headers: { allow, "cache-control": "no-store" }, onInternalError: deps.onInternalError });
+      sendError(res, err, {
+        domain: deps.errorDomain,
+        status: 405,
+        headers: { allow, "cache-control": "no-store" },
+        onInternalError: deps.onInternalError,
+      });
       return Promise.resolve();
     }
     return route.serve(req, res, url).catch((e: unknown) => fail(res, e));

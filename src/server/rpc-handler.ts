@@ -1,8 +1,23 @@
 import type http from "node:http";
 import { brotliCompressSync, gzipSync } from "node:zlib";
 import type { DescMessage, DescMethod, DescMethodUnary, Message } from "@bufbuild/protobuf";
-import { Code, ConnectError, createConnectRouter, createContextValues, type ConnectRouter, type ConnectRouterOptions, type ContextValues } from "@connectrpc/connect";
-import { compressionNegotiate, createMethodSerializationLookup, type MethodSerializationLookup, type UniversalHandler, type UniversalServerRequest, type UniversalServerResponse } from "@connectrpc/connect/protocol";
+import {
+  Code,
+  ConnectError,
+  createConnectRouter,
+  createContextValues,
+  type ConnectRouter,
+  type ConnectRouterOptions,
+  type ContextValues,
+} from "@connectrpc/connect";
+import {
+  compressionNegotiate,
+  createMethodSerializationLookup,
+  type MethodSerializationLookup,
+  type UniversalHandler,
+  type UniversalServerRequest,
+  type UniversalServerResponse,
+} from "@connectrpc/connect/protocol";
 import { codeToHttpStatus, createEndStreamSerialization, endStreamFlag, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { compressionBrotli, compressionGzip, universalResponseToNodeResponse } from "@connectrpc/connect-node";
@@ -11,7 +26,6 @@ import { CallHeader, ClientGone, type RestInvoke } from "../rest/index.js";
 import { readBody } from "../rest/body.js";
 import { answerKey, type AnswerSlot } from "./call-pipeline.js";
 import type { NodeRequest as Req, NodeResponse as Res } from "./http-types.js";
-
 
 export interface RpcHandlerOptions extends ConnectRouterOptions {
   routes: (router: ConnectRouter) => void;
@@ -67,10 +81,21 @@ export function rpcHandler(opts: RpcHandlerOptions): (req: Req, res: Res) => voi
   const readMaxBytes = opts.readMaxBytes ?? DEFAULT_READ_MAX_BYTES;
   const serializations = new Map<DescMethod, MethodSerializationLookup<DescMessage, DescMessage>>();
   for (const handler of router.handlers) {
-    serializations.set(handler.method, createMethodSerializationLookup(handler.method, opts.binaryOptions, opts.jsonOptions, { readMaxBytes, writeMaxBytes: opts.writeMaxBytes ?? DEFAULT_READ_MAX_BYTES }));
+    serializations.set(
+      handler.method,
+      createMethodSerializationLookup(handler.method, opts.binaryOptions, opts.jsonOptions, {
+        readMaxBytes,
+        writeMaxBytes: opts.writeMaxBytes ?? DEFAULT_READ_MAX_BYTES,
+      }),
+    );
   }
   // What the direct paths need, resolved once rather than per call.
-  const direct: DirectCall | undefined = opts.direct && { invoke: opts.direct, renderJson: opts.renderJson, contextValues: opts.contextValues, serializations };
+  const direct: DirectCall | undefined = opts.direct && {
+    invoke: opts.direct,
+    renderJson: opts.renderJson,
+    contextValues: opts.contextValues,
+    serializations,
+  };
 
   return (req, res) => {
     const url = req.url ?? "";
@@ -79,7 +104,12 @@ export function rpcHandler(opts: RpcHandlerOptions): (req: Req, res: Res) => voi
     if (!handler) return opts.fallback(req, res);
     const contentType = String(req.headers["content-type"] ?? "");
     if (GRPC_JSON.test(contentType)) {
-      return trailersOnly(res, contentType, Code.InvalidArgument, "the JSON codec is not served over gRPC or gRPC-Web: use application/grpc(+proto), or the Connect protocol or REST for JSON");
+      return trailersOnly(
+        res,
+        contentType,
+        Code.InvalidArgument,
+        "the JSON codec is not served over gRPC or gRPC-Web: use application/grpc(+proto), or the Connect protocol or REST for JSON",
+      );
     }
     const admission = opts.admitBody?.(handler.method, req);
     if (admission) {
@@ -104,13 +134,26 @@ export function rpcHandler(opts: RpcHandlerOptions): (req: Req, res: Res) => voi
   }
 
   /** The call through connect-es's handler; `body`, when given, replaces the request stream (bytes already read). */
-  function viaConnect(req: Req, res: Res, handler: UniversalHandler, url: string, q: number, contentType: string, body?: AsyncIterable<Uint8Array>): void {
+  function viaConnect(
+    req: Req,
+    res: Res,
+    handler: UniversalHandler,
+    url: string,
+    q: number,
+    contentType: string,
+    body?: AsyncIterable<Uint8Array>,
+  ): void {
     // One answer message (unary and client-streaming methods): read whole and written at once.
     const single = handler.method.methodKind === "unary" || handler.method.methodKind === "client_streaming";
     const values = opts.contextValues?.(req) ?? createContextValues();
     let json: JsonAnswer | undefined;
     if (handler.method.methodKind === "unary" && opts.renderJson && isConnectJson(req, url, q, contentType)) {
-      json = { slot: { message: undefined }, schema: handler.method.output, render: opts.renderJson, encoding: acceptedEncoding(req.headers["accept-encoding"]) };
+      json = {
+        slot: { message: undefined },
+        schema: handler.method.output,
+        render: opts.renderJson,
+        encoding: acceptedEncoding(req.headers["accept-encoding"]),
+      };
       values.set(answerKey, json.slot);
     }
     handler(universalRequest(req, res, values, body))
@@ -144,7 +187,12 @@ export function rpcHandler(opts: RpcHandlerOptions): (req: Req, res: Res) => voi
  * signal aborted without one makes a DOMException and captures its stack),
  * and the body is the request stream itself, not a generator around it.
  */
-function universalRequest(req: Req, res: Res, contextValues: ContextValues | undefined, body?: AsyncIterable<Uint8Array>): UniversalServerRequest {
+function universalRequest(
+  req: Req,
+  res: Res,
+  contextValues: ContextValues | undefined,
+  body?: AsyncIterable<Uint8Array>,
+): UniversalServerRequest {
   const controller = new AbortController();
   res.once("close", () => {
     if (!res.writableEnded) controller.abort(new ConnectError("the client went away before the answer was complete", Code.Canceled));
@@ -177,7 +225,9 @@ function webHeaders(node: http.IncomingHttpHeaders): Headers {
 
 function nodeHeaders(headers: Headers): Record<string, string> {
   const out: Record<string, string> = {};
-  headers.forEach((value, name) => (out[name] = value));
+  headers.forEach((value, name) => {
+    out[name] = value;
+  });
   return out;
 }
 
@@ -357,7 +407,15 @@ async function serveGrpcUnary(
   contentType: string,
   direct: DirectCall,
   readMaxBytes: number,
-  viaConnect: (req: Req, res: Res, handler: UniversalHandler, url: string, q: number, contentType: string, body?: AsyncIterable<Uint8Array>) => void,
+  viaConnect: (
+    req: Req,
+    res: Res,
+    handler: UniversalHandler,
+    url: string,
+    q: number,
+    contentType: string,
+    body?: AsyncIterable<Uint8Array>,
+  ) => void,
 ): Promise<void> {
   const read = await readUpTo(req, readMaxBytes + 5);
   if (!read) return; // the client went away mid-body
@@ -365,12 +423,25 @@ async function serveGrpcUnary(
   if ("partial" in read) return viaConnect(req, res, handler, url, q, contentType, read.partial);
   const bytes = read.whole;
   if (bytes.byteLength < 5 || bytes[0] !== 0 || bytes.readUInt32BE(1) !== bytes.byteLength - 5) {
-    return viaConnect(req, res, handler, url, q, contentType, (async function* () {
-      yield bytes;
-    })());
+    return viaConnect(
+      req,
+      res,
+      handler,
+      url,
+      q,
+      contentType,
+      (async function* () {
+        yield bytes;
+      })(),
+    );
   }
   const method = handler.method as DescMethodUnary;
-  const compression = compressionNegotiate(ACCEPT_COMPRESSION, null, headerValue(req.headers["grpc-accept-encoding"]), "grpc-accept-encoding");
+  const compression = compressionNegotiate(
+    ACCEPT_COMPRESSION,
+    null,
+    headerValue(req.headers["grpc-accept-encoding"]),
+    "grpc-accept-encoding",
+  );
   const header = new Headers({ "content-type": "application/grpc+proto" });
   if (compression.response) header.set("grpc-encoding", compression.response.name);
   const trailer = new Headers({ "grpc-status": "0" });
@@ -427,7 +498,10 @@ function isConnectJson(req: Req, url: string, q: number, contentType: string): b
 const COMPRESS_MIN_BYTES = 1024;
 
 /** A Connect unary answer, compressed with the accepted encoding when it is large enough to be worth it. */
-function compressedAnswer(body: Uint8Array, accepted: "gzip" | "br" | undefined): { body: Uint8Array; encoding: "gzip" | "br" | undefined } {
+function compressedAnswer(
+  body: Uint8Array,
+  accepted: "gzip" | "br" | undefined,
+): { body: Uint8Array; encoding: "gzip" | "br" | undefined } {
   const encoding = body.byteLength >= COMPRESS_MIN_BYTES ? accepted : undefined;
   if (encoding === "gzip") return { body: gzipSync(body), encoding };
   if (encoding === "br") return { body: brotliCompressSync(body), encoding };
@@ -510,10 +584,7 @@ function trailersOnly(res: Res, contentType: string, code: Code, message: string
 }
 
 function invalidMessage(parseError: string): string {
-  return clip(`Invalid argument: request: the message could not be decoded (${parseError})`).replace(
-    /[\uD800-\uDFFF]/g,
-    "\uFFFD",
-  );
+  return clip(`Invalid argument: request: the message could not be decoded (${parseError})`).replace(/[\uD800-\uDFFF]/g, "\uFFFD");
 }
 
 /** A streamed answer, with its status rewritten as writeSingle does (gRPC and gRPC-Web; a Connect stream ends in a message, not a status). */
@@ -576,7 +647,8 @@ function rewriteGrpcStatus(headers: Headers | undefined): void {
 function grpcPercentEncode(text: string): string {
   let out = "";
   for (const byte of Buffer.from(text, "utf8")) {
-    out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+    out +=
+      byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
   }
   return out;
 }
@@ -612,7 +684,9 @@ function rewriteTrailerFrame(payload: Buffer): Buffer | undefined {
   rewriteGrpcStatus(headers);
   if (headers.get("grpc-status") === before && headers.get("grpc-message") === message) return undefined;
   let text = "";
-  headers.forEach((value, name) => (text += `${name}: ${value}\r\n`));
+  headers.forEach((value, name) => {
+    text += `${name}: ${value}\r\n`;
+  });
   const out = Buffer.alloc(5 + Buffer.byteLength(text, "latin1"));
   out[0] = 0x80;
   out.writeUInt32BE(out.length - 5, 1);

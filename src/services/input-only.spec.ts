@@ -32,7 +32,11 @@ describe("withoutInputOnly", () => {
 
   it("clears them in every element of a list (a List response)", () => {
     const page = create(ListIdentityProvidersResponseSchema, {
-      identityProviders: [1, 2, 3].map((n) => ({ uid: `g/${n}`, name: `p${n}`, oidc: { issuer: "https://i", clientId: "c", clientSecret: `secret ${n}` } })),
+      identityProviders: [1, 2, 3].map((n) => ({
+        uid: `g/${n}`,
+        name: `p${n}`,
+        oidc: { issuer: "https://i", clientId: "c", clientSecret: `secret ${n}` },
+      })),
     });
     const out = withoutInputOnly(ListIdentityProvidersResponseSchema, page);
     expect(out.identityProviders.map((p) => p.oidc?.clientSecret ?? "")).toEqual(["", "", ""]);

@@ -46,7 +46,12 @@ function planFor(root: DescMessage): Plan | undefined {
     changed = false;
     for (const desc of types) {
       if (reaches.has(desc)) continue;
-      if (desc.fields.some((f) => { const child = messageOf(f); return child !== undefined && (reaches.has(child) || plans.get(child) !== undefined); })) {
+      if (
+        desc.fields.some((f) => {
+          const child = messageOf(f);
+          return child !== undefined && (reaches.has(child) || plans.get(child) !== undefined);
+        })
+      ) {
         reaches.add(desc);
         changed = true;
       }

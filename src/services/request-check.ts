@@ -110,7 +110,9 @@ function checkJson(value: unknown, path: string, depth: number): void {
   else if (Array.isArray(value)) {
     // A JSON list or object is a repeated field too: the same cap, before its entries are looked at.
     checkCount(value.length, path);
-    value.forEach((v, i) => checkJson(v, `${path}[${i}]`, depth + 1));
+    value.forEach((v, i) => {
+      checkJson(v, `${path}[${i}]`, depth + 1);
+    });
   } else if (value !== null && typeof value === "object") {
     const entries = Object.entries(value);
     checkCount(entries.length, path);
@@ -190,7 +192,9 @@ function walkMessage(walk: Walk, desc: DescMessage, message: Record<string, unkn
     const path = depth === 0 && isResourceBody(field) ? "" : prefix ? `${prefix}.${field.name}` : field.name;
     if (field.fieldKind === "list") {
       checkCount((value as unknown[]).length, path);
-      (value as unknown[]).forEach((item, i) => checkValue(walk, desc, field, item, `${path}[${i}]`, depth));
+      (value as unknown[]).forEach((item, i) => {
+        checkValue(walk, desc, field, item, `${path}[${i}]`, depth);
+      });
     } else if (field.fieldKind === "map") {
       const entries = Object.entries(value as Record<string, unknown>);
       checkCount(entries.length, path);

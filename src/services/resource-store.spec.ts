@@ -108,7 +108,14 @@ describe("ResourceStore.create", () => {
     const parent = await org();
     const uid = newChildUid(parent);
     // Output-only and identifier fields in the body are ignored (AIP-203).
-    const body = group({ uid: "ignored", name: "child", description: "d", resourceLimits: { repos: 3 }, verified: true, createTime: toTimestamp(later(-5000)) });
+    const body = group({
+      uid: "ignored",
+      name: "child",
+      description: "d",
+      resourceLimits: { repos: 3 },
+      verified: true,
+      createTime: toTimestamp(later(-5000)),
+    });
     const made = await atTime(later(1234), () => store.create(body, { uid, parentUid: parent }, creating));
     expect(made).toMatchObject({ uid, name: "child", description: "d", resourceLimits: { repos: 3 }, verified: false });
     expect(timestampDate(made.createTime!)).toEqual(later(1234));
@@ -138,7 +145,9 @@ describe("ResourceStore.create", () => {
 
   it("maps a foreign-key violation to NOT_FOUND of `missingReference`, naming the parent", async () => {
     const missingParent = newRootUid();
-    const err = await refusal(store.create(group({ name: "orphan" }), { uid: newChildUid(missingParent), parentUid: missingParent }, creating));
+    const err = await refusal(
+      store.create(group({ name: "orphan" }), { uid: newChildUid(missingParent), parentUid: missingParent }, creating),
+    );
     expect(err.code).toBe(Code.NotFound);
     expect(err.rawMessage).toBe(`Not found: group ${missingParent}`);
     expect(err.findDetails(ResourceInfoSchema)[0]).toMatchObject({ resourceType: "group", resourceName: missingParent });
@@ -176,7 +185,7 @@ async function eventsAbout(subject: string) {
   return handle.db.select().from(schema.events).where(eq(schema.events.subject, subject)).orderBy(schema.events.seq);
 }
 
-describe("events recorded with the change (docs/design.md, \"Events\")", () => {
+describe('events recorded with the change (docs/design.md, "Events")', () => {
   it("records created, updated and deleted with the actor, the group, and the resource before and after", async () => {
     const parent = await org();
     const uid = newChildUid(parent);
@@ -184,7 +193,11 @@ describe("events recorded with the change (docs/design.md, \"Events\")", () => {
     await atTime(later(2), () => store.update(uid, group({ description: "two" }), mask("description"), updating));
     await atTime(later(3), () => store.delete(uid, deleting));
     const rows = await eventsAbout(uid);
-    expect(rows.map((r) => r.type)).toEqual(["platform.iam.group.created.v1", "platform.iam.group.updated.v1", "platform.iam.group.deleted.v1"]);
+    expect(rows.map((r) => r.type)).toEqual([
+      "platform.iam.group.created.v1",
+      "platform.iam.group.updated.v1",
+      "platform.iam.group.deleted.v1",
+    ]);
     expect(rows.map((r) => r.time)).toEqual([later(1), later(2), later(3)]);
     for (const r of rows) expect(r).toMatchObject({ actor: "actor-1", source: "https://platform.test", parentUid: uid, subject: uid });
     expect(rows[0]!.data).toEqual({ after: expect.objectContaining({ uid, name: "audited", description: "one" }) });
@@ -296,7 +309,9 @@ describe("ResourceStore.update", () => {
     expect(updated).toMatchObject({ description: "after", verified: true });
 
     const refused = new Error("refused by extra");
-    await expect(store.update(uid, group({ description: "never" }), mask("description"), updating, () => Promise.reject(refused))).rejects.toBe(refused);
+    await expect(
+      store.update(uid, group({ description: "never" }), mask("description"), updating, () => Promise.reject(refused)),
+    ).rejects.toBe(refused);
     expect((await stored(uid))?.description).toBe("after");
   });
 

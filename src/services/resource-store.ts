@@ -85,7 +85,10 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
   /** The row, or NOT_FOUND. `lock` takes a row lock inside a transaction. */
   async row(db: Executor, uid: string, lock = false): Promise<T["$inferSelect"]> {
     const m = this.mapping;
-    const query = db.select().from(m.table as PgTable).where(eq(m.uid, uid));
+    const query = db
+      .select()
+      .from(m.table as PgTable)
+      .where(eq(m.uid, uid));
     const [row] = await (lock ? query.for("update") : query);
     if (!row) throw notFound(m.kind, uid);
     return row as T["$inferSelect"];
@@ -101,7 +104,12 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
    * Validates and inserts; `extra` supplies uid, parent and output-only columns.
    * The insert and its event share `tx`, or a transaction of their own.
    */
-  async create(message: MessageShape<Desc>, extra: Partial<T["$inferInsert"]>, call: ChangeCall, tx?: Transaction): Promise<MessageShape<Desc>> {
+  async create(
+    message: MessageShape<Desc>,
+    extra: Partial<T["$inferInsert"]>,
+    call: ChangeCall,
+    tx?: Transaction,
+  ): Promise<MessageShape<Desc>> {
     const m = this.mapping;
     m.validate(message);
     const values = { ...m.toColumns(message), ...this.stamps(true), ...extra } as T["$inferInsert"];
@@ -182,7 +190,13 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
   }
 
   /** Records the event of a change in its transaction (docs/design.md, "Events"). */
-  recordChange(tx: Transaction, call: ChangeCall, row: T["$inferSelect"], before: MessageShape<Desc> | undefined, after: MessageShape<Desc> | undefined): Promise<void> {
+  recordChange(
+    tx: Transaction,
+    call: ChangeCall,
+    row: T["$inferSelect"],
+    before: MessageShape<Desc> | undefined,
+    after: MessageShape<Desc> | undefined,
+  ): Promise<void> {
     const m = this.mapping;
     const subject = String((row as Record<string, unknown>)[this.uidKey]);
     return this.events.change(tx, call, { schema: m.schema, subject, group: m.eventGroup(row), before, after });
@@ -191,7 +205,11 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
   private constraintError(e: unknown, message: MessageShape<Desc>, values: object): unknown {
     const m = this.mapping;
     if (isUniqueViolation(e)) {
-      return alreadyExists(m.kind, String((values as { name?: unknown }).name ?? ""), m.duplicate?.(message) ?? `such a ${m.kind} already exists`);
+      return alreadyExists(
+        m.kind,
+        String((values as { name?: unknown }).name ?? ""),
+        m.duplicate?.(message) ?? `such a ${m.kind} already exists`,
+      );
     }
     // Only the resource's own row: a violation elsewhere in the transaction (an event's
     // delivery, say) is not a missing parent.

@@ -39,7 +39,12 @@ beforeAll(async () => {
     clock,
     secrets,
     events: testEventRecorder(clock),
-    eventHub: new EventHub({ db: handle.db, onError: (e) => { throw e; } }),
+    eventHub: new EventHub({
+      db: handle.db,
+      onError: (e) => {
+        throw e;
+      },
+    }),
     egress: new Egress({ allowInsecure: false }),
     access: { visibilityNow: () => Promise.reject(new Error("no stream in these tests")) },
     eventStreams: DEFAULT_EVENT_STREAM_LIMITS,
@@ -64,7 +69,10 @@ describe("resource definitions", () => {
     expect(heldByGroups.length).toBeGreaterThan(5);
     for (const table of heldByGroups) {
       const name = getTableConfig(table).name;
-      expect(registered.has(table) || goesWithGroup.has(table), `${name}: a group holding its rows must refuse deletion or delete them`).toBe(true);
+      expect(
+        registered.has(table) || goesWithGroup.has(table),
+        `${name}: a group holding its rows must refuse deletion or delete them`,
+      ).toBe(true);
     }
   });
 

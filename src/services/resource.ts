@@ -28,7 +28,10 @@ export interface ResourceDefinition<T extends PgTable, Desc extends DescMessage>
 }
 
 /** What a definition states; the List engine's view defaults from the table's columns. */
-export type ResourceInput<T extends PgTable, Desc extends DescMessage> = Omit<ResourceDefinition<T, Desc>, "list" | "uid" | "eventGroup"> & {
+export type ResourceInput<T extends PgTable, Desc extends DescMessage> = Omit<
+  ResourceDefinition<T, Desc>,
+  "list" | "uid" | "eventGroup"
+> & {
   uid?: PgColumn;
   /** The group a row's events belong to: by default the row itself for groups, else its parent (null for global rows). */
   eventGroup?: (row: T["$inferSelect"]) => string | null;
@@ -78,17 +81,19 @@ export function defineResource<T extends PgTable, Desc extends DescMessage>(inpu
   if (groupContent) {
     if (!list.parentUid) throw new Error(`${input.kind}: a group content needs a parentUid column`);
     // Definitions built per server (those holding its secrets) register once.
-    if (!groupContents.some((c) => c.table === input.table)) groupContents.push({ label: groupContent, table: input.table, parentUid: list.parentUid });
+    if (!groupContents.some((c) => c.table === input.table))
+      groupContents.push({ label: groupContent, table: input.table, parentUid: list.parentUid });
   }
   return { ...rest, uid, list, eventGroup };
 }
-
 
 type Handler = (req: never, context: HandlerContext) => Promise<unknown>;
 
 /** The request or response field holding the resource's message (`group` in CreateGroupRequest), if any. */
 function resourceField(message: DescMessage, schema: DescMessage, repeated: boolean): DescField | undefined {
-  return message.fields.find((f) => (repeated ? f.fieldKind === "list" && f.listKind === "message" : f.fieldKind === "message") && f.message === schema);
+  return message.fields.find(
+    (f) => (repeated ? f.fieldKind === "list" && f.listKind === "message" : f.fieldKind === "message") && f.message === schema,
+  );
 }
 
 /**

@@ -45,7 +45,10 @@ describe("src/services/index.ts", () => {
       return { ...original, API_SERVICE_DESCRIPTORS: [...original.API_SERVICE_DESCRIPTORS, ThingService] };
     });
     // Not `rejects`: on a regression vitest would print the whole module it loaded.
-    const error = await import("./index.js").then(() => "loaded", (e: unknown) => String(e));
+    const error = await import("./index.js").then(
+      () => "loaded",
+      (e: unknown) => String(e),
+    );
     expect(error).toContain(`no implementation for ${ThingService.typeName}`);
   });
 });

@@ -23,7 +23,10 @@ const CONTROL_BUT_LINES = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F]
 /** No control characters; `lines` lets line feeds, carriage returns and tabs through. */
 export function checkNoControl(value: string, field: string, lines = false): void {
   if ((lines ? CONTROL_BUT_LINES : CONTROL).test(value)) {
-    throw invalidArgument(field, lines ? "must not contain control characters other than line breaks and tabs" : "must not contain control characters");
+    throw invalidArgument(
+      field,
+      lines ? "must not contain control characters other than line breaks and tabs" : "must not contain control characters",
+    );
   }
 }
 

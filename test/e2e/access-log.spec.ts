@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { pino } from "pino";
+import type { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventsService } from "../../gen/platform/events/v2beta1/events_pb.js";
 import { GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
@@ -54,7 +54,9 @@ describe("the access log", () => {
     expect(typeof line["durationMs"]).toBe("number");
     expect(JSON.stringify(line)).not.toContain(server.token);
     // The path, never the query string.
-    await fetch(`${server.url}/iam/v2beta1/groups?name=secret-looking`, { headers: { authorization: `Bearer ${server.token}`, "x-request-id": "rest-2" } });
+    await fetch(`${server.url}/iam/v2beta1/groups?name=secret-looking`, {
+      headers: { authorization: `Bearer ${server.token}`, "x-request-id": "rest-2" },
+    });
     expect(await lineFor("rest-2")).toMatchObject({ path: "/iam/v2beta1/groups", rpc: "platform.iam.v2beta1.GroupsService/ListGroups" });
     expect(JSON.stringify(lines)).not.toContain("secret-looking");
   });
@@ -69,7 +71,12 @@ describe("the access log", () => {
       );
       expect(err?.code).toBe(Code.NotFound);
       const line = await lineFor(id);
-      expect(line).toMatchObject({ method: "POST", path: "/platform.iam.v2beta1.GroupsService/GetGroup", rpc: "platform.iam.v2beta1.GroupsService/GetGroup", code: Code.NotFound });
+      expect(line).toMatchObject({
+        method: "POST",
+        path: "/platform.iam.v2beta1.GroupsService/GetGroup",
+        rpc: "platform.iam.v2beta1.GroupsService/GetGroup",
+        code: Code.NotFound,
+      });
       expect(line["status"]).toBe(protocol === "grpc" ? 200 : 404);
     }
   });
@@ -93,8 +100,12 @@ describe("/metrics", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
     const text = await res.text();
-    expect(text).toMatch(/platform_request_duration_seconds_count\{rpc="platform\.iam\.v2beta1\.GroupsService\/GetGroup",code="OK",status="200"\} [1-9]/);
-    expect(text).toMatch(/platform_request_duration_seconds_bucket\{le="0\.005",rpc="platform\.iam\.v2beta1\.GroupsService\/GetGroup",code="OK",status="200"\} \d+/);
+    expect(text).toMatch(
+      /platform_request_duration_seconds_count\{rpc="platform\.iam\.v2beta1\.GroupsService\/GetGroup",code="OK",status="200"\} [1-9]/,
+    );
+    expect(text).toMatch(
+      /platform_request_duration_seconds_bucket\{le="0\.005",rpc="platform\.iam\.v2beta1\.GroupsService\/GetGroup",code="OK",status="200"\} \d+/,
+    );
     expect(text).toMatch(/platform_grants_cache_lookups_total\{result="hit"\} [1-9]/);
     expect(text).toMatch(/platform_token_exchanges_total\{outcome="invalid"\} [1-9]/);
     expect(text).toMatch(/platform_token_exchanges_total\{outcome="refused"\} [1-9]/);
@@ -104,7 +115,8 @@ describe("/metrics", () => {
   });
 
   it("shows the open WatchEvents streams", async () => {
-    const streams = async () => Number(/^platform_event_streams (\d+)$/m.exec(await (await fetch(`${server.url}/metrics`)).text())?.[1] ?? NaN);
+    const streams = async () =>
+      Number(/^platform_event_streams (\d+)$/m.exec(await (await fetch(`${server.url}/metrics`)).text())?.[1] ?? NaN);
     expect(await streams()).toBe(0);
     const abort = new AbortController();
     const watching = (async () => {

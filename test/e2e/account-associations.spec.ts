@@ -53,7 +53,15 @@ describe("account associations over REST", () => {
   it("renders unset providers as null", async () => {
     const g = await group("assoc-empty");
     const a = await associate(g, { amazon: { account: "000000000001" } });
-    expect(a).toMatchObject({ uid: g, name: "", description: "", amazon: { account: "000000000001" }, google: null, azure: null, github: null });
+    expect(a).toMatchObject({
+      uid: g,
+      name: "",
+      description: "",
+      amazon: { account: "000000000001" },
+      google: null,
+      azure: null,
+      github: null,
+    });
   });
 
   it("allows one association per group: a second create is ALREADY_EXISTS (409)", async () => {
@@ -139,7 +147,9 @@ describe("account associations over REST", () => {
     expect(nulled.body).toMatchObject({ github: null, google: { projectId: "added-project" } });
 
     // A nested path changes one field of a provider.
-    const nested = await call("PATCH", `${BASE}/${g}?updateMask=google.project_number`, { google: { projectNumber: "55", projectId: "ignored-one" } });
+    const nested = await call("PATCH", `${BASE}/${g}?updateMask=google.project_number`, {
+      google: { projectNumber: "55", projectId: "ignored-one" },
+    });
     expect(nested.body["google"]).toEqual({ projectId: "added-project", projectNumber: "55" });
 
     expectInvalid(await call("PATCH", `${BASE}/${g}`, { amazon: { account: "12" } }), "amazon.account");
@@ -151,7 +161,12 @@ describe("account associations over REST", () => {
     const child = await group("child", root);
     const grandchild = await group("grandchild", child);
     const bare = await group("bare", root);
-    for (const [uid, name] of [[root, "r"], [child, "c"], [grandchild, "gc"]] as const) await associate(uid, { name });
+    for (const [uid, name] of [
+      [root, "r"],
+      [child, "c"],
+      [grandchild, "gc"],
+    ] as const)
+      await associate(uid, { name });
     const uids = async (query: string) => {
       const res = await call("GET", `${BASE}?${query}`);
       expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -169,7 +184,10 @@ describe("account associations over REST", () => {
     const page = await call("GET", `${BASE}?uidp.descendants_of=${root}&order_by=name%20desc&page_size=2`);
     expect((page.body["accountAssociations"] as JsonObject[]).map((a) => a["name"])).toEqual(["r", "gc"]);
     expect(page.body["totalCount"]).toBe("3");
-    const next = await call("GET", `${BASE}?uidp.descendants_of=${root}&order_by=name%20desc&page_size=2&page_token=${encodeURIComponent(page.body["nextPageToken"] as string)}`);
+    const next = await call(
+      "GET",
+      `${BASE}?uidp.descendants_of=${root}&order_by=name%20desc&page_size=2&page_token=${encodeURIComponent(page.body["nextPageToken"] as string)}`,
+    );
     expect((next.body["accountAssociations"] as JsonObject[]).map((a) => a["name"])).toEqual(["c"]);
   });
 
@@ -189,15 +207,28 @@ describe("account associations over REST", () => {
 });
 
 describe("account associations over gRPC (@grpc/grpc-js)", () => {
-  const { rpc, failure } = grpcSuite(() => server, "platform.iam.v2beta1.AccountAssociationsService", "platform/iam/v2beta1/account_associations.proto");
+  const { rpc, failure } = grpcSuite(
+    () => server,
+    "platform.iam.v2beta1.AccountAssociationsService",
+    "platform/iam/v2beta1/account_associations.proto",
+  );
 
   it("creates, updates with a mask, lists and deletes", async () => {
     const g = await group("assoc-grpc");
     const created = await rpc<JsonObject>("CreateAccountAssociation", {
       parent: g,
-      account_association: { name: "n", github: { installations: ["9007199254740993"] }, azure: { tenant_id: TENANT, client_ids: { api: CLIENT } } },
+      account_association: {
+        name: "n",
+        github: { installations: ["9007199254740993"] },
+        azure: { tenant_id: TENANT, client_ids: { api: CLIENT } },
+      },
     });
-    expect(created).toMatchObject({ uid: g, name: "n", github: { installations: ["9007199254740993"] }, azure: { tenant_id: TENANT, client_ids: { api: CLIENT } } });
+    expect(created).toMatchObject({
+      uid: g,
+      name: "n",
+      github: { installations: ["9007199254740993"] },
+      azure: { tenant_id: TENANT, client_ids: { api: CLIENT } },
+    });
     const updated = await rpc<JsonObject>("UpdateAccountAssociation", {
       account_association: { uid: g, amazon: { account: "333333333333" }, name: "ignored" },
       update_mask: { paths: ["amazon.account"] },

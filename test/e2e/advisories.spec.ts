@@ -3,7 +3,10 @@ import { Code } from "@connectrpc/connect";
 import grpc from "@grpc/grpc-js";
 import { beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { AdvisoriesService, ImportAdvisoriesResponse_Outcome as Outcome } from "../../gen/platform/vulnerabilities/v2beta1/advisories_pb.js";
+import {
+  AdvisoriesService,
+  ImportAdvisoriesResponse_Outcome as Outcome,
+} from "../../gen/platform/vulnerabilities/v2beta1/advisories_pb.js";
 import { connectClient, grpcStatusDetails, type JsonObject, type JsonValue, type Protocol, type RestClient } from "../support/clients.js";
 import { grpcSuite } from "../support/grpc-suite.js";
 import { connectFailure } from "../support/connect-failure.js";
@@ -109,7 +112,13 @@ describe("advisories over REST", () => {
     });
     expect(a["createTime"]).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
     const c = await get("CVE-2024-3094");
-    expect(c).toMatchObject({ componentName: "xz-utils", componentType: "Debian:12", artifactName: "", summary: "", published: "2023-03-29T17:15:21.150Z" });
+    expect(c).toMatchObject({
+      componentName: "xz-utils",
+      componentType: "Debian:12",
+      artifactName: "",
+      summary: "",
+      published: "2023-03-29T17:15:21.150Z",
+    });
   });
 
   it("is idempotent: the same document again changes nothing, not even updateTime", async () => {
@@ -127,10 +136,17 @@ describe("advisories over REST", () => {
     expect(await imported(ghsa("GHSA-aaaa-bbbb-cccc", "2024-01-01T00:00:00Z"))).toEqual(["OUTCOME_CREATED"]);
     const first = await get("GHSA-aaaa-bbbb-cccc");
     server.clock.advance(60_000);
-    const newer = ghsa("GHSA-aaaa-bbbb-cccc", "2024-02-01T00:00:00Z", { summary: "revised", aliases: ["CVE-2021-44228", "CVE-2021-45046"] });
+    const newer = ghsa("GHSA-aaaa-bbbb-cccc", "2024-02-01T00:00:00Z", {
+      summary: "revised",
+      aliases: ["CVE-2021-44228", "CVE-2021-45046"],
+    });
     expect(await imported(newer)).toEqual(["OUTCOME_UPDATED"]);
     const second = await get("GHSA-aaaa-bbbb-cccc");
-    expect(second).toMatchObject({ summary: "revised", aliases: ["CVE-2021-44228", "CVE-2021-45046"], modified: "2024-02-01T00:00:00.000Z" });
+    expect(second).toMatchObject({
+      summary: "revised",
+      aliases: ["CVE-2021-44228", "CVE-2021-45046"],
+      modified: "2024-02-01T00:00:00.000Z",
+    });
     expect(second["createTime"]).toBe(first["createTime"]);
     expect(second["updateTime"]).not.toBe(first["updateTime"]);
 
@@ -184,8 +200,14 @@ describe("advisories over REST", () => {
       const shared = { aliases: ["CVE-2022-1111"] };
       await imported(
         ghsa("GHSA-list-0001-aaaa", "2024-01-01T00:00:00Z", shared),
-        ghsa("GHSA-list-0002-bbbb", "2024-01-01T00:00:00Z", { ...shared, database_specific: { artifact: { name: "cgr.dev/acme/other", type: "oci" } } }),
-        cve("CVE-2022-1111", "2024-01-01T00:00:00Z", { aliases: ["GHSA-list-0001-aaaa"], affected: [{ package: { ecosystem: "npm", name: "left-pad" } }] }),
+        ghsa("GHSA-list-0002-bbbb", "2024-01-01T00:00:00Z", {
+          ...shared,
+          database_specific: { artifact: { name: "cgr.dev/acme/other", type: "oci" } },
+        }),
+        cve("CVE-2022-1111", "2024-01-01T00:00:00Z", {
+          aliases: ["GHSA-list-0001-aaaa"],
+          affected: [{ package: { ecosystem: "npm", name: "left-pad" } }],
+        }),
         ghsa("GHSA-list-0003-cccc", "2024-01-01T00:00:00Z", shared),
       );
     });
@@ -193,7 +215,10 @@ describe("advisories over REST", () => {
     it("filters by alias (containment), across pages with a stable total", async () => {
       const first = await ok("GET", "/vulnerabilities/v2beta1/advisories?alias=CVE-2022-1111&order_by=name&page_size=2");
       expect(first["totalCount"]).toBe("3");
-      const second = await ok("GET", `/vulnerabilities/v2beta1/advisories?alias=CVE-2022-1111&order_by=name&page_size=2&page_token=${encodeURIComponent(first["nextPageToken"] as string)}`);
+      const second = await ok(
+        "GET",
+        `/vulnerabilities/v2beta1/advisories?alias=CVE-2022-1111&order_by=name&page_size=2&page_token=${encodeURIComponent(first["nextPageToken"] as string)}`,
+      );
       expect(second).toMatchObject({ totalCount: "3", nextPageToken: "" });
       expect([...(first["advisories"] as JsonObject[]), ...(second["advisories"] as JsonObject[])].map((a) => a["advisoryId"])).toEqual([
         "GHSA-list-0001-aaaa",
@@ -214,7 +239,10 @@ describe("advisories over REST", () => {
       ]);
       expect(await list("advisoryId=GHSA-list-0003-cccc")).toEqual(["GHSA-list-0003-cccc"]);
       expect(await list("name=CVE-2022-1111")).toEqual(["CVE-2022-1111"]);
-      expect(await list("uidp.ids=GHSA-list-0001-aaaa&uidp.ids=CVE-2022-1111&order_by=name")).toEqual(["CVE-2022-1111", "GHSA-list-0001-aaaa"]);
+      expect(await list("uidp.ids=GHSA-list-0001-aaaa&uidp.ids=CVE-2022-1111&order_by=name")).toEqual([
+        "CVE-2022-1111",
+        "GHSA-list-0001-aaaa",
+      ]);
     });
 
     it("refuses group scopes: advisories are global", async () => {
@@ -229,21 +257,91 @@ describe("advisories over REST", () => {
     it.each<[string, JsonValue[], string, string]>([
       ["a missing id", [{ modified: "2024-01-01T00:00:00Z" }], "documents[0].id", "is required"],
       ["a non-string id", [{ id: 7, modified: "2024-01-01T00:00:00Z" }], "documents[0].id", "must be a string"],
-      ["a missing modified", [cve("CVE-2000-0001", "2024-01-01T00:00:00Z"), { id: "CVE-2000-0002" }], "documents[1].modified", "is required"],
-      ["a malformed modified", [{ id: "CVE-2000-0003", modified: "yesterday" }], "documents[0].modified", "must be an RFC 3339 timestamp such as 2024-01-02T15:04:05Z"],
-      ["a malformed published", [{ id: "CVE-2000-0004", modified: "2024-01-01T00:00:00Z", published: "2024-13-01" }], "documents[0].published", "must be an RFC 3339 timestamp such as 2024-01-02T15:04:05Z"],
-      ["aliases that are not an array", [{ id: "CVE-2000-0005", modified: "2024-01-01T00:00:00Z", aliases: "CVE-1" }], "documents[0].aliases", "must be a JSON array"],
-      ["an alias that is not a string", [{ id: "CVE-2000-0006", modified: "2024-01-01T00:00:00Z", aliases: ["ok", 5] }], "documents[0].aliases[1]", "must be a string"],
-      ["a severity without a score", [{ id: "CVE-2000-0007", modified: "2024-01-01T00:00:00Z", severity: [{ type: "CVSS_V3" }] }], "documents[0].severity[0].score", "is required"],
-      ["a package name that is not a string", [{ id: "CVE-2000-0008", modified: "2024-01-01T00:00:00Z", affected: [{ package: { name: 1 } }] }], "documents[0].affected[0].package.name", "must be a string"],
-      ["a range event that is not an object", [{ id: "CVE-2000-0009", modified: "2024-01-01T00:00:00Z", affected: [{ ranges: [{ events: ["x"] }] }] }], "documents[0].affected[0].ranges[0].events[0]", "must be a JSON object"],
-      ["an artifact that is not an object", [{ id: "CVE-2000-0010", modified: "2024-01-01T00:00:00Z", database_specific: { artifact: "x" } }], "documents[0].database_specific.artifact", "must be a JSON object"],
-      ["an id over 255 characters", [{ id: "X".repeat(256), modified: "2024-01-01T00:00:00Z" }], "documents[0].id", "must be at most 255 characters"],
-      ["more than 100 aliases", [{ id: "CVE-2000-0012", modified: "2024-01-01T00:00:00Z", aliases: Array.from({ length: 101 }, (_, i) => `A-${i}`) }], "documents[0].aliases", "at most 100 aliases"],
-      ["a summary over 4096 characters", [{ id: "CVE-2000-0013", modified: "2024-01-01T00:00:00Z", summary: "s".repeat(4097) }], "documents[0].summary", "must be at most 4096 characters"],
+      [
+        "a missing modified",
+        [cve("CVE-2000-0001", "2024-01-01T00:00:00Z"), { id: "CVE-2000-0002" }],
+        "documents[1].modified",
+        "is required",
+      ],
+      [
+        "a malformed modified",
+        [{ id: "CVE-2000-0003", modified: "yesterday" }],
+        "documents[0].modified",
+        "must be an RFC 3339 timestamp such as 2024-01-02T15:04:05Z",
+      ],
+      [
+        "a malformed published",
+        [{ id: "CVE-2000-0004", modified: "2024-01-01T00:00:00Z", published: "2024-13-01" }],
+        "documents[0].published",
+        "must be an RFC 3339 timestamp such as 2024-01-02T15:04:05Z",
+      ],
+      [
+        "aliases that are not an array",
+        [{ id: "CVE-2000-0005", modified: "2024-01-01T00:00:00Z", aliases: "CVE-1" }],
+        "documents[0].aliases",
+        "must be a JSON array",
+      ],
+      [
+        "an alias that is not a string",
+        [{ id: "CVE-2000-0006", modified: "2024-01-01T00:00:00Z", aliases: ["ok", 5] }],
+        "documents[0].aliases[1]",
+        "must be a string",
+      ],
+      [
+        "a severity without a score",
+        [{ id: "CVE-2000-0007", modified: "2024-01-01T00:00:00Z", severity: [{ type: "CVSS_V3" }] }],
+        "documents[0].severity[0].score",
+        "is required",
+      ],
+      [
+        "a package name that is not a string",
+        [{ id: "CVE-2000-0008", modified: "2024-01-01T00:00:00Z", affected: [{ package: { name: 1 } }] }],
+        "documents[0].affected[0].package.name",
+        "must be a string",
+      ],
+      [
+        "a range event that is not an object",
+        [{ id: "CVE-2000-0009", modified: "2024-01-01T00:00:00Z", affected: [{ ranges: [{ events: ["x"] }] }] }],
+        "documents[0].affected[0].ranges[0].events[0]",
+        "must be a JSON object",
+      ],
+      [
+        "an artifact that is not an object",
+        [{ id: "CVE-2000-0010", modified: "2024-01-01T00:00:00Z", database_specific: { artifact: "x" } }],
+        "documents[0].database_specific.artifact",
+        "must be a JSON object",
+      ],
+      [
+        "an id over 255 characters",
+        [{ id: "X".repeat(256), modified: "2024-01-01T00:00:00Z" }],
+        "documents[0].id",
+        "must be at most 255 characters",
+      ],
+      [
+        "more than 100 aliases",
+        [{ id: "CVE-2000-0012", modified: "2024-01-01T00:00:00Z", aliases: Array.from({ length: 101 }, (_, i) => `A-${i}`) }],
+        "documents[0].aliases",
+        "at most 100 aliases",
+      ],
+      [
+        "a summary over 4096 characters",
+        [{ id: "CVE-2000-0013", modified: "2024-01-01T00:00:00Z", summary: "s".repeat(4097) }],
+        "documents[0].summary",
+        "must be at most 4096 characters",
+      ],
       // An indexed name of multi-byte characters could overflow PostgreSQL's index entry: refused by bytes.
-      ["a package name over 2000 bytes", [{ id: "CVE-2000-0015", modified: "2024-01-01T00:00:00Z", affected: [{ package: { name: "€".repeat(700), ecosystem: "npm" } }] }], "documents[0].affected[0].package.name", "must be at most 2000 bytes in UTF-8"],
-      ["affected that is not an array", [{ id: "CVE-2000-0014", modified: "2024-01-01T00:00:00Z", affected: {} }], "documents[0].affected", "must be a JSON array"],
+      [
+        "a package name over 2000 bytes",
+        [{ id: "CVE-2000-0015", modified: "2024-01-01T00:00:00Z", affected: [{ package: { name: "€".repeat(700), ecosystem: "npm" } }] }],
+        "documents[0].affected[0].package.name",
+        "must be at most 2000 bytes in UTF-8",
+      ],
+      [
+        "affected that is not an array",
+        [{ id: "CVE-2000-0014", modified: "2024-01-01T00:00:00Z", affected: {} }],
+        "documents[0].affected",
+        "must be a JSON array",
+      ],
       ["no documents", [], "documents", "must hold at least one OSV document"],
       ["a document that is not an object", ["CVE-2000-0011"], "documents[0]", "must be a JSON object"],
     ])("rejects %s with INVALID_ARGUMENT naming the field", async (_label, documents, field, description) => {
@@ -256,7 +354,11 @@ describe("advisories over REST", () => {
     });
 
     it("names every bad field and writes nothing from a batch with a bad document", async () => {
-      const res = await importDocs(cve("CVE-2001-0001", "2024-01-01T00:00:00Z"), { summary: "no id" }, { id: "CVE-2001-0003", modified: "soon" });
+      const res = await importDocs(
+        cve("CVE-2001-0001", "2024-01-01T00:00:00Z"),
+        { summary: "no id" },
+        { id: "CVE-2001-0003", modified: "soon" },
+      );
       expect(res.status).toBe(400);
       expect(restDetail(res, "BadRequest")!["fieldViolations"]).toEqual([
         { field: "documents[1].id", description: "is required" },
@@ -322,8 +424,14 @@ describe("advisories over gRPC (@grpc/grpc-js)", () => {
     expect(first.results).toEqual([expect.objectContaining({ uid: "GHSA-grpc-0000-0001", outcome: Outcome.CREATED })]);
     const again = await rpc<{ results: { outcome: number }[] }>("ImportAdvisories", { documents: [doc] });
     expect(again.results[0]!.outcome).toBe(Outcome.UNCHANGED);
-    const got = await rpc<{ advisory_id: string; component_name: string; severities: { type: string }[] }>("GetAdvisory", { uid: "GHSA-grpc-0000-0001" });
-    expect(got).toMatchObject({ advisory_id: "GHSA-grpc-0000-0001", component_name: "org.apache.logging.log4j:log4j-core", severities: [{ type: "CVSS_V3" }] });
+    const got = await rpc<{ advisory_id: string; component_name: string; severities: { type: string }[] }>("GetAdvisory", {
+      uid: "GHSA-grpc-0000-0001",
+    });
+    expect(got).toMatchObject({
+      advisory_id: "GHSA-grpc-0000-0001",
+      component_name: "org.apache.logging.log4j:log4j-core",
+      severities: [{ type: "CVSS_V3" }],
+    });
     const listed = await rpc<{ advisories: { uid: string }[]; total_count: string }>("ListAdvisories", { alias: "CVE-2030-0001" });
     expect(listed.advisories.map((a) => a.uid)).toEqual(["GHSA-grpc-0000-0001"]);
     expect(listed.total_count).toBe("1");
@@ -345,7 +453,9 @@ describe.each<Protocol>(["connect", "grpc-web", "grpc"])("advisories over %s (Co
     const doc = (modified: string): ProtoJsonObject => cve(id, modified, { aliases: [`GHSA-${protocol}`] });
     const created = await client.importAdvisories({ documents: [doc("2024-01-01T00:00:00Z")] });
     expect(created.results.map((r) => r.outcome)).toEqual([Outcome.CREATED]);
-    const outcomes = await client.importAdvisories({ documents: [doc("2024-01-01T00:00:00Z"), doc("2024-03-01T00:00:00Z"), doc("2024-02-01T00:00:00Z")] });
+    const outcomes = await client.importAdvisories({
+      documents: [doc("2024-01-01T00:00:00Z"), doc("2024-03-01T00:00:00Z"), doc("2024-02-01T00:00:00Z")],
+    });
     expect(outcomes.results.map((r) => r.outcome)).toEqual([Outcome.UNCHANGED, Outcome.UPDATED, Outcome.SKIPPED_OLDER]);
     const got = await client.getAdvisory({ uid: id });
     expect(got.modified?.seconds).toBe(BigInt(Date.parse("2024-03-01T00:00:00Z") / 1000));

@@ -103,13 +103,28 @@ interface Org {
   generic: Map<string, string>;
 }
 
-type Kind = "group" | "identity" | "role" | "binding" | "rootBinding" | "idp" | "association" | "invite" | "repo" | "tag" | "advisory" | "subscription" | "event";
+type Kind =
+  | "group"
+  | "identity"
+  | "role"
+  | "binding"
+  | "rootBinding"
+  | "idp"
+  | "association"
+  | "invite"
+  | "repo"
+  | "tag"
+  | "advisory"
+  | "subscription"
+  | "event";
 
 const post = async (path: string, body: JsonObject) => uidOf(await ok(admin("POST", path, body)));
 
 async function makeOrg(label: string, caller: RoleUnderTest): Promise<Org> {
   const org = uidOf(await createGroup(admin, `${label}-${n()}`));
-  const callerUid = caller.builtIn ? caller.name : uidOf(await createRole(admin, org, { name: caller.name, capabilities: caller.capabilities }));
+  const callerUid = caller.builtIn
+    ? caller.name
+    : uidOf(await createRole(admin, org, { name: caller.name, capabilities: caller.capabilities }));
   const role: CallerRole = { uid: callerUid, capabilities: caller.capabilities };
   const fresh: Org["fresh"] = {
     group: async () => uidOf(await createGroup(admin, `doomed-${n()}`, org)),
@@ -314,7 +329,10 @@ const GENERIC_SERVICES: DescService[] = [...new Set(apiMethods().map((m) => m.se
 
 async function createGeneric(service: DescService, parent: string): Promise<string> {
   const { template } = genericCreate(service)!;
-  return post(fillTemplate(template, () => parent), { name: `generic-${n()}` });
+  return post(
+    fillTemplate(template, () => parent),
+    { name: `generic-${n()}` },
+  );
 }
 
 function genericKind(service: DescService): KindSpec & { fresh(o: Org): Promise<string> } {
@@ -341,7 +359,8 @@ function missingBuilder(m: ApiMethod): string | undefined {
   if (!isUnary(m.method)) return STREAMING_COVERED_BY[m.key] ? undefined : `${m.key}: ${m.method.methodKind} methods have no case builder`;
   if (!m.authorization) return `${m.key}: no authorization declaration`;
   if (OVERRIDES[m.key]) return undefined;
-  if (!KIND_OF_SERVICE[m.service.name] && !GENERIC_SERVICES.includes(m.service)) return `${m.key}: no resource kind for service ${m.service.name}`;
+  if (!KIND_OF_SERVICE[m.service.name] && !GENERIC_SERVICES.includes(m.service))
+    return `${m.key}: no resource kind for service ${m.service.name}`;
   if (!VERB.test(m.method.name)) return `${m.key}: no case builder for this verb`;
   return undefined;
 }
@@ -471,7 +490,12 @@ async function invoke(protocol: Protocol, m: ApiMethod, request: JsonObject, tok
   const code = res.status === 200 ? 0 : typeof body["code"] === "number" ? body["code"] : -res.status;
   const details = res.status !== 200 && Array.isArray(body["details"]) ? (body["details"] as JsonObject[]) : [];
   const info = details.find((d) => d["@type"] === "type.googleapis.com/google.rpc.ErrorInfo");
-  return { code, reason: info?.["reason"] as string | undefined, detail: `${req.httpMethod} ${req.path} → ${res.status} ${res.text.slice(0, 300)}`, results: res.status === 200 ? listResults(m.method.output, body) : [] };
+  return {
+    code,
+    reason: info?.["reason"] as string | undefined,
+    detail: `${req.httpMethod} ${req.path} → ${res.status} ${res.text.slice(0, 300)}`,
+    results: res.status === 200 ? listResults(m.method.output, body) : [],
+  };
 }
 
 // ---------------------------------------------------------------------------
@@ -487,7 +511,9 @@ beforeAll(async () => {
   admin = restClient(server.url, server.token);
   grpc = createGrpcTransport({ baseUrl: server.url });
   const imported = await ok(
-    admin("POST", "/vulnerabilities/v2beta1/advisories:import", { documents: [{ id: "CVE-2099-0001", modified: "2024-01-01T00:00:00Z", aliases: [] }] }),
+    admin("POST", "/vulnerabilities/v2beta1/advisories:import", {
+      documents: [{ id: "CVE-2099-0001", modified: "2024-01-01T00:00:00Z", aliases: [] }],
+    }),
   );
   advisoryUid = ((imported["results"] as JsonObject[])[0]!["uid"] as string) ?? "";
   const rootBindings = await ok(admin("GET", `/iam/v2beta1/rootRoleBindings?identity=${bootstrapIdentityUid(server.token)}&role=owner`));
@@ -498,7 +524,11 @@ beforeAll(async () => {
 describe("the matrix covers the API", () => {
   it("every method of every API service has a case builder", () => {
     expect(METHODS.length).toBeGreaterThan(40);
-    expect(apiMethods().map(missingBuilder).filter((why) => why !== undefined)).toEqual([]);
+    expect(
+      apiMethods()
+        .map(missingBuilder)
+        .filter((why) => why !== undefined),
+    ).toEqual([]);
   });
 
   it("the built-in roles hold the capabilities the catalog says", async () => {
@@ -558,9 +588,11 @@ describe.each<Protocol>(["grpc", "rest"])("role × RPC over %s", (protocol) => {
       // A few methods at a time: each request works on its own fresh resources or only reads
       // what every case leaves in place, so the cases do not meet.
       const cases = METHODS.flatMap((m) => [() => check(m, own, true), () => check(m, elsewhere, false)]);
-      await Promise.all(Array.from({ length: MATRIX_CONCURRENCY }, async () => {
-        for (let c = cases.shift(); c; c = cases.shift()) await c();
-      }));
+      await Promise.all(
+        Array.from({ length: MATRIX_CONCURRENCY }, async () => {
+          for (let c = cases.shift(); c; c = cases.shift()) await c();
+        }),
+      );
       expect(mismatches.sort()).toEqual([]);
     },
     180_000,
@@ -574,7 +606,10 @@ describe("protocols agree", () => {
     for (const m of METHODS) {
       const request = await buildRequest(m, otherOrg, true);
       for (const protocol of ["grpc", "rest"] as const) {
-        for (const [label, token] of [["no token", undefined], ["forged token", forged]] as const) {
+        for (const [label, token] of [
+          ["no token", undefined],
+          ["forged token", forged],
+        ] as const) {
           const out = await invoke(protocol, m, request, token);
           if (out.code !== Code.Unauthenticated) wrong.push(`${m.key} over ${protocol} with ${label}: ${out.detail}`);
         }
@@ -634,7 +669,11 @@ const IAM1 = "platform.iam.v1";
 const claimMatch = () => ({ issuer: "https://issuer.invalid", subject: `s-${n()}` });
 
 const CEILING_CASES: Record<string, (o: Org, g: Grant) => Promise<JsonObject>> = {
-  [`${IAM2}.RoleBindingsService/CreateRoleBinding`]: async (o, g) => ({ parent: o.uid, identityUid: await o.fresh.identity(), roleUid: g.role }),
+  [`${IAM2}.RoleBindingsService/CreateRoleBinding`]: async (o, g) => ({
+    parent: o.uid,
+    identityUid: await o.fresh.identity(),
+    roleUid: g.role,
+  }),
   [`${IAM2}.RoleBindingsService/BatchCreateRoleBindings`]: async (o, g) => ({
     parent: o.uid,
     requests: [{ parent: o.uid, identityUid: await o.fresh.identity(), roleUid: g.role }],
@@ -649,11 +688,18 @@ const CEILING_CASES: Record<string, (o: Org, g: Grant) => Promise<JsonObject>> =
   [`${IAM2}.RolesService/CreateRole`]: async (o, g) => ({ parent: o.uid, role: { name: `role-${n()}`, capabilities: g.capabilities } }),
   [`${IAM2}.RolesService/UpdateRole`]: async (o, g) => ({ role: { uid: o.role, capabilities: g.capabilities } }),
   [`${IAM2}.IdentitiesService/UpdateIdentity`]: async (_o, g) => ({ identity: { uid: g.identity, claimMatch: claimMatch() } }),
-  [`${IAM1}.RoleBindingsService/CreateRoleBinding`]: async (o, g) => ({ parent: o.uid, roleBinding: { identity: await o.fresh.identity(), role: g.role } }),
-  [`${IAM1}.RoleBindingsService/UpdateRoleBinding`]: async (o, g) => ({ roleBinding: { id: o.binding, identity: o.identity, role: g.role } }),
+  [`${IAM1}.RoleBindingsService/CreateRoleBinding`]: async (o, g) => ({
+    parent: o.uid,
+    roleBinding: { identity: await o.fresh.identity(), role: g.role },
+  }),
+  [`${IAM1}.RoleBindingsService/UpdateRoleBinding`]: async (o, g) => ({
+    roleBinding: { id: o.binding, identity: o.identity, role: g.role },
+  }),
   [`${IAM1}.RolesService/CreateRole`]: async (o, g) => ({ parent: o.uid, role: { name: `role-${n()}`, capabilities: g.capabilities } }),
   [`${IAM1}.RolesService/UpdateRole`]: async (o, g) => ({ role: { id: o.role, name: `spare-${n()}`, capabilities: g.capabilities } }),
-  [`${IAM1}.IdentitiesService/UpdateIdentity`]: async (_o, g) => ({ identity: { id: g.identity, name: `who-${n()}`, claimMatch: claimMatch() } }),
+  [`${IAM1}.IdentitiesService/UpdateIdentity`]: async (_o, g) => ({
+    identity: { id: g.identity, name: `who-${n()}`, claimMatch: claimMatch() },
+  }),
 };
 
 /** Request fields that name a role or capabilities to hand out. */
@@ -673,43 +719,56 @@ function handsOut(m: ApiMethod): boolean {
     desc.fields.some((f) => {
       if (GRANTING_FIELDS.has(f.name) && (f.fieldKind === "scalar" || (f.fieldKind === "list" && f.listKind === "scalar"))) return true;
       if (update && f.name === "claim_match") return true;
-      return f.fieldKind === "message" && !f.message.typeName.startsWith("google.") ? walk(f.message, depth + 1) : f.fieldKind === "list" && f.listKind === "message" ? walk(f.message, depth + 1) : false;
+      return f.fieldKind === "message" && !f.message.typeName.startsWith("google.")
+        ? walk(f.message, depth + 1)
+        : f.fieldKind === "list" && f.listKind === "message"
+          ? walk(f.message, depth + 1)
+          : false;
     });
   return walk(m.method.input, 0);
 }
 
 describe("grant ceiling (the complement of the matrix)", () => {
   it("every write that can hand out a role, capabilities or an identity has a ceiling case", () => {
-    const granting = METHODS.filter(handsOut).map((m) => m.key).sort();
+    const granting = METHODS.filter(handsOut)
+      .map((m) => m.key)
+      .sort();
     expect(granting).toEqual(Object.keys(CEILING_CASES).sort());
   });
 
-  it.each<Protocol>(["grpc", "rest"])("over %s: beyond the ceiling is GRANT_CEILING, within it passes", async (protocol) => {
-    const o = await makeOrg(`ceiling-${protocol}`, GRANTER);
-    const caller = uidOf(await createIdentity(admin, o.uid, { name: "granter" }));
-    await ok(bind(admin, o.uid, caller, o.caller.uid));
-    const ownerBound = await o.fresh.identity();
-    await ok(bind(admin, o.uid, ownerBound, "owner"));
-    const token = (await server.app.tokens.mint(caller, server.app.urls.baseUrl)).token;
-    const beyond: Grant = { role: "owner", capabilities: ["repo.delete"], identity: ownerBound };
-    const within: Grant = { role: o.caller.uid, capabilities: ["groups.list"], identity: o.identity };
+  it.each<Protocol>(["grpc", "rest"])(
+    "over %s: beyond the ceiling is GRANT_CEILING, within it passes",
+    async (protocol) => {
+      const o = await makeOrg(`ceiling-${protocol}`, GRANTER);
+      const caller = uidOf(await createIdentity(admin, o.uid, { name: "granter" }));
+      await ok(bind(admin, o.uid, caller, o.caller.uid));
+      const ownerBound = await o.fresh.identity();
+      await ok(bind(admin, o.uid, ownerBound, "owner"));
+      const token = (await server.app.tokens.mint(caller, server.app.urls.baseUrl)).token;
+      const beyond: Grant = { role: "owner", capabilities: ["repo.delete"], identity: ownerBound };
+      const within: Grant = { role: o.caller.uid, capabilities: ["groups.list"], identity: o.identity };
 
-    const mismatches: string[] = [];
-    for (const [key, build] of Object.entries(CEILING_CASES)) {
-      const m = METHODS.find((x) => x.key === key);
-      if (!m) {
-        mismatches.push(`${key}: no such method`);
-        continue;
+      const mismatches: string[] = [];
+      for (const [key, build] of Object.entries(CEILING_CASES)) {
+        const m = METHODS.find((x) => x.key === key);
+        if (!m) {
+          mismatches.push(`${key}: no such method`);
+          continue;
+        }
+        const refused = await build(o, beyond);
+        const out = await invoke(protocol, m, refused, token);
+        if (out.code !== Code.PermissionDenied || out.reason !== "GRANT_CEILING") {
+          mismatches.push(
+            `${key} beyond the ceiling: expected PERMISSION_DENIED/GRANT_CEILING, got ${out.detail} (reason ${out.reason}) — request ${JSON.stringify(refused)}`,
+          );
+        }
+        const allowed = await build(o, within);
+        const passed = await invoke(protocol, m, allowed, token);
+        if (passed.code !== 0)
+          mismatches.push(`${key} within the ceiling: expected OK, got ${passed.detail} — request ${JSON.stringify(allowed)}`);
       }
-      const refused = await build(o, beyond);
-      const out = await invoke(protocol, m, refused, token);
-      if (out.code !== Code.PermissionDenied || out.reason !== "GRANT_CEILING") {
-        mismatches.push(`${key} beyond the ceiling: expected PERMISSION_DENIED/GRANT_CEILING, got ${out.detail} (reason ${out.reason}) — request ${JSON.stringify(refused)}`);
-      }
-      const allowed = await build(o, within);
-      const passed = await invoke(protocol, m, allowed, token);
-      if (passed.code !== 0) mismatches.push(`${key} within the ceiling: expected OK, got ${passed.detail} — request ${JSON.stringify(allowed)}`);
-    }
-    expect(mismatches).toEqual([]);
-  }, 60_000);
+      expect(mismatches).toEqual([]);
+    },
+    60_000,
+  );
 });

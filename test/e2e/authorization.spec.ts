@@ -154,23 +154,26 @@ describe("built-in roles × operations", () => {
     ["advisories.create", () => ["POST", "/vulnerabilities/v2beta1/advisories:import", { documents: [OSV_DOCUMENT] }]],
   ];
 
-  it.each(BUILT_IN_ROLES.map((r) => [r.name, r.capabilities] as const))("%s may do exactly what its capabilities say", async (role, capabilities) => {
-    const who = await member(org, role, `as-${role}`);
-    for (const [capability, request] of operations) {
-      const [method, path, body] = request(fixtures, org, unique++);
-      const res = await who.call(method, path, body);
-      const label = `${role} ${capability}: ${method} ${path}`;
-      // Lists are always allowed and filtered; advisories are written only from the root.
-      const allowed = capabilities.includes(capability) && capability !== "advisories.create";
-      if (capability.endsWith(".list") && path.includes("?")) {
-        expect(res.status, label).toBe(200);
-      } else if (allowed) {
-        expect(res.status, `${label}: ${JSON.stringify(res.body)}`).toBe(200);
-      } else {
-        expectDenied(res, label);
+  it.each(BUILT_IN_ROLES.map((r) => [r.name, r.capabilities] as const))(
+    "%s may do exactly what its capabilities say",
+    async (role, capabilities) => {
+      const who = await member(org, role, `as-${role}`);
+      for (const [capability, request] of operations) {
+        const [method, path, body] = request(fixtures, org, unique++);
+        const res = await who.call(method, path, body);
+        const label = `${role} ${capability}: ${method} ${path}`;
+        // Lists are always allowed and filtered; advisories are written only from the root.
+        const allowed = capabilities.includes(capability) && capability !== "advisories.create";
+        if (capability.endsWith(".list") && path.includes("?")) {
+          expect(res.status, label).toBe(200);
+        } else if (allowed) {
+          expect(res.status, `${label}: ${JSON.stringify(res.body)}`).toBe(200);
+        } else {
+          expectDenied(res, label);
+        }
       }
-    }
-  });
+    },
+  );
 
   it("an organization's owner cannot write global advisories; the root owner can", async () => {
     const owner = await member(org, "owner", "org-owner");
@@ -184,17 +187,26 @@ describe("organizations", () => {
     const home = uidOf(await createGroup(admin, "home-of-founder"));
     const now = server.clock.now();
     const person = "f0f0f0f0f0f0f0f0";
-    await server.app.database.db
-      .insert(schema.identities)
-      .values({ uid: person, parentUid: null, name: "founder", claimIssuer: `${server.app.urls.authUrl}/dev`, claimSubject: "founder", createTime: now, updateTime: now });
+    await server.app.database.db.insert(schema.identities).values({
+      uid: person,
+      parentUid: null,
+      name: "founder",
+      claimIssuer: `${server.app.urls.authUrl}/dev`,
+      claimSubject: "founder",
+      createTime: now,
+      updateTime: now,
+    });
     await ok(bind(admin, home, person, "viewer"));
-    const founder = { identity: person, call: restClient(server.url, (await server.app.tokens.mint(person, server.app.urls.baseUrl)).token) };
+    const founder = {
+      identity: person,
+      call: restClient(server.url, (await server.app.tokens.mint(person, server.app.urls.baseUrl)).token),
+    };
     const org = await ok(founder.call("POST", "/iam/v2beta1/groups", { name: "founded" }));
     expect((await founder.call("POST", `/iam/v2beta1/groups/${uidOf(org)}`, { name: "team" })).status).toBe(200);
     const bindings = await ok(admin("GET", `/iam/v2beta1/roleBindings?group=${uidOf(org)}`));
-    expect((bindings["roleBindings"] as JsonObject[]).map((b) => [(b["identity"] as JsonObject)["uid"], (b["role"] as JsonObject)["uid"]])).toEqual([
-      [founder.identity, "owner"],
-    ]);
+    expect(
+      (bindings["roleBindings"] as JsonObject[]).map((b) => [(b["identity"] as JsonObject)["uid"], (b["role"] as JsonObject)["uid"]]),
+    ).toEqual([[founder.identity, "owner"]]);
     // The founder lists what it may: its new organization and the group it is a viewer of.
     const names = ((await ok(founder.call("GET", "/iam/v2beta1/groups?order_by=name")))["groups"] as JsonObject[]).map((g) => g["name"]);
     expect(names).toEqual(["founded", "home-of-founder", "team"]);
@@ -276,7 +288,9 @@ describe("grants changed outside this replica's RPCs", () => {
     expectDenied(await call("GET", `/iam/v2beta1/groups/${org}`), "before");
     // As another replica or the login flow would: no RPC of this server is involved.
     const db = server.app.database.db;
-    await db.insert(schema.roleBindings).values({ uid: `${org}/00000000000000aa`, parentUid: org, identityUid: identity, roleUid: "viewer", createTime: new Date() });
+    await db
+      .insert(schema.roleBindings)
+      .values({ uid: `${org}/00000000000000aa`, parentUid: org, identityUid: identity, roleUid: "viewer", createTime: new Date() });
     await eventually(async () => (await call("GET", `/iam/v2beta1/groups/${org}`)).status === 200);
     await db.delete(schema.roleBindings).where(eq(schema.roleBindings.uid, `${org}/00000000000000aa`));
     await eventually(async () => (await call("GET", `/iam/v2beta1/groups/${org}`)).status === 403);

@@ -68,7 +68,11 @@ describe("NUL and odd uids over REST", () => {
       // Written, not ended: a client that half-closes may see its answer dropped; HTTP/1.0 ends with the answer.
       const socket = net.connect(Number(new URL(server.url).port), "127.0.0.1", () => socket.write(request));
       let text = "";
-      socket.setEncoding("utf8").on("data", (c: string) => (text += c)).on("end", () => resolve(text)).on("error", reject);
+      socket
+        .setEncoding("utf8")
+        .on("data", (c: string) => (text += c))
+        .on("end", () => resolve(text))
+        .on("error", reject);
     });
     expect(answer).toMatch(/^HTTP\/1\.[01] 200 /);
     expect(answer).toContain(`"uid":"${org}"`);
@@ -76,7 +80,10 @@ describe("NUL and odd uids over REST", () => {
   });
 
   it("keeps a multi-byte value within the index limits: a claim of 1024 four-byte characters is refused, not a 500", async () => {
-    const res = await call("POST", `/iam/v2beta1/identities/${org}`, { name: "n", claimMatch: { issuer: "😀".repeat(1024), subject: "😀".repeat(1024) } });
+    const res = await call("POST", `/iam/v2beta1/identities/${org}`, {
+      name: "n",
+      claimMatch: { issuer: "😀".repeat(1024), subject: "😀".repeat(1024) },
+    });
     expectBadRequest(res, "claim_match.issuer", "emoji claim");
   });
 });
@@ -176,7 +183,9 @@ describe("uids deeper or longer than any the service makes", () => {
     expectBadRequest(res, "parent", "17th level");
     expect(String(res.body["message"])).toContain("16 groups deep");
     // What the deepest group holds is still fine: an identity one segment below it.
-    const identity = uidOf(await createIdentity(call, parent, { name: "deep", claimMatch: { issuer: "https://issuer.invalid", subject: "s" } }));
+    const identity = uidOf(
+      await createIdentity(call, parent, { name: "deep", claimMatch: { issuer: "https://issuer.invalid", subject: "s" } }),
+    );
     expect((await call("GET", `/iam/v2beta1/identities/${identity}`)).status).toBe(200);
     expect((await call("GET", `/iam/v2beta1/groups?uidp.ancestors_of=${parent}`)).body["totalCount"]).toBe("15");
   });
@@ -189,7 +198,12 @@ describe("page tokens belong to the list they came from", () => {
     const token = first.body["nextPageToken"] as string;
     expect(token).toBeTruthy();
     expect((await call("GET", `/iam/v2beta1/groups?page_size=1&page_token=${token}`)).status).toBe(200);
-    for (const path of ["/iam/v2beta1/identities", "/iam/v2beta1/roles", "/registry/v2beta1/repos", `/iam/v2beta1/groups?uidp.descendants_of=${org}&`]) {
+    for (const path of [
+      "/iam/v2beta1/identities",
+      "/iam/v2beta1/roles",
+      "/registry/v2beta1/repos",
+      `/iam/v2beta1/groups?uidp.descendants_of=${org}&`,
+    ]) {
       const sep = path.endsWith("&") ? "" : "?";
       const res = await call("GET", `${path}${sep}page_size=1&page_token=${token}`);
       expectBadRequest(res, "page_token", path);
@@ -223,15 +237,30 @@ describe("names and descriptions", () => {
   const refused = (): [string, string, JsonObject, string][] => [
     ["identity name with a control character", `/iam/v2beta1/identities/${org}`, { name: "a\u0001b", claimMatch: issuer }, "name"],
     ["identity name with a line feed", `/iam/v2beta1/identities/${org}`, { name: "a\nb", claimMatch: issuer }, "name"],
-    ["identity description with a C1 control", `/iam/v2beta1/identities/${org}`, { name: "n", description: "a\u0085b", claimMatch: issuer }, "description"],
-    ["identity description with ESC", `/iam/v2beta1/identities/${org}`, { name: "n", description: "\u001b[31mred", claimMatch: issuer }, "description"],
+    [
+      "identity description with a C1 control",
+      `/iam/v2beta1/identities/${org}`,
+      { name: "n", description: "a\u0085b", claimMatch: issuer },
+      "description",
+    ],
+    [
+      "identity description with ESC",
+      `/iam/v2beta1/identities/${org}`,
+      { name: "n", description: "\u001b[31mred", claimMatch: issuer },
+      "description",
+    ],
     ["role name with DEL", `/iam/v2beta1/roles/${org}`, { name: "r\u007f", capabilities: ["repo.list"] }, "name"],
     ["repo description with a bell", `/registry/v2beta1/repos/${org}`, { name: "ctl", description: "\u0007" }, "description"],
     ["group description with a backspace", `/iam/v2beta1/groups/${org}`, { name: "ctl", description: "a\bb" }, "description"],
     // 200 characters, but 600 bytes.
     ["identity name over 512 bytes", `/iam/v2beta1/identities/${org}`, { name: "€".repeat(200), claimMatch: issuer }, "name"],
     // 3,000 characters, but 9,000 bytes.
-    ["role description over 8192 bytes", `/iam/v2beta1/roles/${org}`, { name: "r", description: "€".repeat(3000), capabilities: ["repo.list"] }, "description"],
+    [
+      "role description over 8192 bytes",
+      `/iam/v2beta1/roles/${org}`,
+      { name: "r", description: "€".repeat(3000), capabilities: ["repo.list"] },
+      "description",
+    ],
     ["repo description over 8192 bytes", `/registry/v2beta1/repos/${org}`, { name: "big", description: "€".repeat(3000) }, "description"],
   ];
 
@@ -250,11 +279,17 @@ describe("names and descriptions", () => {
   });
 
   it("keeps line breaks and tabs in a description, and a description of exactly 8192 bytes", async () => {
-    const identity = await createIdentity(call, org, { name: "multi-line", description: "first line\n\tindented\r\nlast", claimMatch: issuer });
+    const identity = await createIdentity(call, org, {
+      name: "multi-line",
+      description: "first line\n\tindented\r\nlast",
+      claimMatch: issuer,
+    });
     expect(identity["description"]).toBe("first line\n\tindented\r\nlast");
     const full = "é".repeat(4096);
     expect(Buffer.byteLength(full)).toBe(8192);
-    expect((await call("POST", `/iam/v2beta1/roles/${org}`, { name: "full", description: full, capabilities: ["repo.list"] })).status).toBe(200);
+    expect((await call("POST", `/iam/v2beta1/roles/${org}`, { name: "full", description: full, capabilities: ["repo.list"] })).status).toBe(
+      200,
+    );
   });
 });
 
@@ -263,10 +298,20 @@ describe("repeated and map fields", () => {
     const probes: [string, string, unknown, string][] = [
       // No cap of their own: 1,001 copies of a known capability, 1,001 resource limits.
       ["POST", `/iam/v2beta1/roles/${org}`, { name: "many", capabilities: Array(1001).fill("repo.list") }, "capabilities"],
-      ["POST", `/iam/v2beta1/groups/${org}`, { name: "many", resourceLimits: Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`k${i}`, 1])) }, "resource_limits"],
+      [
+        "POST",
+        `/iam/v2beta1/groups/${org}`,
+        { name: "many", resourceLimits: Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`k${i}`, 1])) },
+        "resource_limits",
+      ],
       // 1,001 uids that are each valid: refused on the count, not 1,001 checks and a query.
       ["POST", `/platform.iam.v2beta1.GroupsService/ListGroups`, { uidp: { ids: Array(1001).fill(org) } }, "uidp.ids"],
-      ["POST", `/iam/v2beta1/roleBindings/${org}:batchCreate`, { requests: Array(1001).fill({ identityUid: org, roleUid: "viewer" }) }, "requests"],
+      [
+        "POST",
+        `/iam/v2beta1/roleBindings/${org}:batchCreate`,
+        { requests: Array(1001).fill({ identityUid: org, roleUid: "viewer" }) },
+        "requests",
+      ],
     ];
     for (const [method, path, body, field] of probes) {
       const res = path.startsWith("/platform.")
@@ -288,16 +333,33 @@ describe("repeated and map fields", () => {
     const doc = { id: "CVE-2001-0002", modified: "2024-01-01T00:00:00Z" };
     for (const [document, field] of [
       [{ ...doc, affected: Array(1001).fill({}) }, "documents[0].affected"],
-      [{ ...doc, database_specific: Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`k${i}`, i])) }, "documents[0].database_specific"],
+      [
+        { ...doc, database_specific: Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`k${i}`, i])) },
+        "documents[0].database_specific",
+      ],
     ] as const) {
       const res = await call("POST", "/vulnerabilities/v2beta1/advisories:import", { documents: [document] });
       expect(res.status, field).toBe(400);
       expect(String(res.body["message"]), field).toBe(`Invalid argument: ${field}: must have at most 1000 entries`);
     }
     // A map key longer than any the service uses.
-    expectBadRequest(await call("POST", `/iam/v2beta1/groups/${org}`, { name: "key", resourceLimits: { ["k".repeat(257)]: 1 } }), "resource_limits", "long key");
+    expectBadRequest(
+      await call("POST", `/iam/v2beta1/groups/${org}`, { name: "key", resourceLimits: { ["k".repeat(257)]: 1 } }),
+      "resource_limits",
+      "long key",
+    );
     // The services' own, lower caps still apply below it.
-    expectBadRequest(await call("POST", `/iam/v2beta1/roleBindings/${org}:batchCreate`, { requests: Array(201).fill({ identityUid: `${org}/0123456789abcdef`, roleUid: "viewer" }) }), "requests", "batch of 201");
-    expectBadRequest(await call("POST", `/registry/v2beta1/repos/${org}`, { name: "aliased", aliases: Array.from({ length: 51 }, (_, i) => `a${i}`) }), "aliases", "51 aliases");
+    expectBadRequest(
+      await call("POST", `/iam/v2beta1/roleBindings/${org}:batchCreate`, {
+        requests: Array(201).fill({ identityUid: `${org}/0123456789abcdef`, roleUid: "viewer" }),
+      }),
+      "requests",
+      "batch of 201",
+    );
+    expectBadRequest(
+      await call("POST", `/registry/v2beta1/repos/${org}`, { name: "aliased", aliases: Array.from({ length: 51 }, (_, i) => `a${i}`) }),
+      "aliases",
+      "51 aliases",
+    );
   });
 });

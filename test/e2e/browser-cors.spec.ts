@@ -61,14 +61,17 @@ interface Outcome {
 
 /** Runs one fetch in the page (so from the site's origin), reporting what the script could see. */
 function callFrom(page: Page, url: string, init: { method: string; headers: Record<string, string>; body?: string }): Promise<Outcome> {
-  return page.evaluate(async ({ url, init }) => {
-    try {
-      const res = await fetch(url, init);
-      return { ok: true, status: res.status, body: await res.json(), requestId: res.headers.get("x-request-id") };
-    } catch (e) {
-      return { ok: false, error: e instanceof Error ? `${e.name}: ${e.message}` : String(e) };
-    }
-  }, { url, init });
+  return page.evaluate(
+    async ({ url, init }) => {
+      try {
+        const res = await fetch(url, init);
+        return { ok: true, status: res.status, body: await res.json(), requestId: res.headers.get("x-request-id") };
+      } catch (e) {
+        return { ok: false, error: e instanceof Error ? `${e.name}: ${e.message}` : String(e) };
+      }
+    },
+    { url, init },
+  );
 }
 
 async function openSite(at: Site): Promise<Page> {
@@ -80,7 +83,11 @@ async function openSite(at: Site): Promise<Page> {
 
 const connectGetGroup = (target: TestServer, uid: string) => ({
   url: `${target.url}/platform.iam.v2beta1.GroupsService/GetGroup`,
-  init: { method: "POST", headers: { authorization: `Bearer ${target.token}`, "content-type": "application/json" }, body: JSON.stringify({ uid }) },
+  init: {
+    method: "POST",
+    headers: { authorization: `Bearer ${target.token}`, "content-type": "application/json" },
+    body: JSON.stringify({ uid }),
+  },
 });
 
 const restGetGroup = (target: TestServer, uid: string) => ({
@@ -106,7 +113,10 @@ describe("a page on another origin", () => {
         body: JSON.stringify({ description: "from a browser" }),
       });
       expect(patch, JSON.stringify(patch)).toMatchObject({ ok: true, status: 200, body: { description: "from a browser" } });
-      const denied = await callFrom(page, `${server.url}/iam/v2beta1/groups/${group}`, { method: "GET", headers: { authorization: "Bearer not-a-token" } });
+      const denied = await callFrom(page, `${server.url}/iam/v2beta1/groups/${group}`, {
+        method: "GET",
+        headers: { authorization: "Bearer not-a-token" },
+      });
       expect(denied, JSON.stringify(denied)).toMatchObject({ ok: true, status: 401, body: { code: 16 } });
     } finally {
       await page.close();

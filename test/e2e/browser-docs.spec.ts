@@ -11,7 +11,6 @@ import { sharedServer } from "../support/shared-server.js";
 // page's strict Content-Security-Policy, with every file from this server
 // and nothing fetched from anywhere else.
 
-
 let server: TestServer;
 let browser: Browser;
 

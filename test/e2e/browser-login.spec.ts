@@ -718,7 +718,11 @@ describe("the development provider", () => {
     }
     // Set explicitly (PLATFORM_DEV_LOGIN=true), the operator chose it: a proxy may carry it.
     const both = await pendingOn(bothServer, "s-proxied-explicit");
-    const proxied = await devRequest(bothServer, "GET", both.query, { cookie: both.cookie, host: "platform.example.com", "x-forwarded-for": "203.0.113.7" });
+    const proxied = await devRequest(bothServer, "GET", both.query, {
+      cookie: both.cookie,
+      host: "platform.example.com",
+      "x-forwarded-for": "203.0.113.7",
+    });
     expect(proxied.status).toBe(200);
     expect(proxied.body).toContain('id="username"');
   });
@@ -763,7 +767,8 @@ describe("login configuration", () => {
   it("refuses an http upstream (unless insecure issuers are allowed) and an issuer without a client id", () => {
     expect(() => loadConfig({ PLATFORM_OIDC_ISSUER: "http://login.example.com", PLATFORM_OIDC_CLIENT_ID: "c" })).toThrow(ConfigError);
     expect(
-      loadConfig({ PLATFORM_OIDC_ISSUER: "http://127.0.0.1:9", PLATFORM_OIDC_CLIENT_ID: "c", PLATFORM_ALLOW_INSECURE_ISSUERS: "true" }).oidc?.issuer,
+      loadConfig({ PLATFORM_OIDC_ISSUER: "http://127.0.0.1:9", PLATFORM_OIDC_CLIENT_ID: "c", PLATFORM_ALLOW_INSECURE_ISSUERS: "true" }).oidc
+        ?.issuer,
     ).toBe("http://127.0.0.1:9");
     expect(() => loadConfig({ PLATFORM_OIDC_ISSUER: "https://login.example.com" })).toThrow(/PLATFORM_OIDC_CLIENT_ID/);
     expect(() => loadConfig({ PLATFORM_OIDC_CLIENT_ID: "c" })).toThrow(/PLATFORM_OIDC_ISSUER/);

@@ -109,7 +109,9 @@ describe("platformctl basics", () => {
     };
     walk(buildProgram(), []);
     expect(helps.length).toBeGreaterThan(50);
-    expect(helps.map((h) => h.path)).toEqual(expect.arrayContaining(["iam identities create", "iam account-associations delete", "advisories import"]));
+    expect(helps.map((h) => h.path)).toEqual(
+      expect.arrayContaining(["iam identities create", "iam account-associations delete", "advisories import"]),
+    );
     for (const { path, text } of helps) {
       expect(text, path).not.toMatch(/\ba (identity|identities|advisory|advisories|account|organization|invite|IdP|OSV|OIDC)\b/i);
       expect(text, path).not.toMatch(/\ba [aeio]/i);
@@ -148,7 +150,8 @@ describe("platformctl basics", () => {
       await writeFile(join(root, "gen", "api.ts"), "export {};\n");
       await writeFile(join(root, "dist", "src", "cli", "main.js"), 'console.log("dist");\n');
       const ran = async () => (await runProcess(process.execPath, [join(root, "bin", "platformctl.js")], cliEnv({}))).trim();
-      const at = (path: string, secondsFromNow: number) => utimes(join(root, path), new Date(Date.now() + secondsFromNow * 1000), new Date(Date.now() + secondsFromNow * 1000));
+      const at = (path: string, secondsFromNow: number) =>
+        utimes(join(root, path), new Date(Date.now() + secondsFromNow * 1000), new Date(Date.now() + secondsFromNow * 1000));
 
       await writeFile(join(root, "src", "cli", "main.spec.ts"), "export {};\n");
       await Promise.all([at("src/cli/main.ts", -60), at("gen/api.ts", -60), at("src/cli/main.spec.ts", 30)]);
@@ -189,7 +192,11 @@ describe("platformctl basics", () => {
   });
 
   it("takes the API from PLATFORM_API when --api is not given", async () => {
-    const res = await runCliInProcess(["-o", "json", "iam", "groups", "get", orgUid], { PLATFORM_API: server.url, PLATFORM_TOKEN: server.token, PLATFORM_CONFIG_DIR: freshConfigDir() });
+    const res = await runCliInProcess(["-o", "json", "iam", "groups", "get", orgUid], {
+      PLATFORM_API: server.url,
+      PLATFORM_TOKEN: server.token,
+      PLATFORM_CONFIG_DIR: freshConfigDir(),
+    });
     expect(json(res)["name"]).toBe("cli-org");
   });
 });
@@ -219,7 +226,9 @@ describe("workload login (token exchange)", () => {
       await cli(["auth", "login", "--identity", identityUid, "--identity-token", tokenFile, "--audience", server.app.urls.baseUrl]),
     );
     // the token names only the uid; the name comes from the API
-    expect(login.stdout).toMatch(new RegExp(`^logged in to ${server.url} as ci deployer \\(identity ${identityUid}, workload, expires in (59m|1h)\\)\\n$`));
+    expect(login.stdout).toMatch(
+      new RegExp(`^logged in to ${server.url} as ci deployer \\(identity ${identityUid}, workload, expires in (59m|1h)\\)\\n$`),
+    );
     const token = okRun(await cli(["auth", "token"])).stdout.trim();
     expect(decodeJwt(token)).toMatchObject({ sub: identityUid, aud: server.app.urls.baseUrl });
     // as curl would: the printed token is a bearer token of the API
@@ -235,7 +244,12 @@ describe("workload login (token exchange)", () => {
     expect((await stat(join(dir, "tokens.json"))).mode & 0o777).toBe(0o600);
     expect((await stat(join(dir, "config.json"))).mode & 0o777).toBe(0o600);
     const entry = (await tokensFile(dir))[server.url]!;
-    expect(entry).toMatchObject({ kind: "workload", identity: identityUid, identityToken: { file: tokenFile }, audience: server.app.urls.baseUrl });
+    expect(entry).toMatchObject({
+      kind: "workload",
+      identity: identityUid,
+      identityToken: { file: tokenFile },
+      audience: server.app.urls.baseUrl,
+    });
     expect(JSON.parse(await readFile(join(dir, "config.json"), "utf8"))).toEqual({ current: server.url });
     // without --api the current API is used
     const res = await runCliInProcess(["-o", "json", "iam", "groups", "get", orgUid], { PLATFORM_CONFIG_DIR: dir });
@@ -249,7 +263,7 @@ describe("workload login (token exchange)", () => {
     expect(lines[0]).toBe(`api:      ${server.url}`);
     expect(lines[1]).toBe(`identity: ${identityUid}`);
     expect(lines[2]).toBe("name:     ci deployer");
-    expect(lines[3]).toMatch(/^expiry:   \d{4}-\d{2}-\d{2}T\S+Z \(expires in (59m|1h)\)$/);
+    expect(lines[3]).toMatch(/^expiry: {3}\d{4}-\d{2}-\d{2}T\S+Z \(expires in (59m|1h)\)$/);
     expect(lines[4]).toBe("kind:     workload");
     const asJson = json(await cli(["-o", "json", "auth", "status"]));
     expect(asJson).toMatchObject({ api: server.url, identity: identityUid, name: "ci deployer", kind: "workload" });
@@ -257,14 +271,19 @@ describe("workload login (token exchange)", () => {
 
   it("names an identity that has no role yet (everyone may read themselves)", async () => {
     const roleless = await ok(
-      admin("POST", `/iam/v2beta1/identities/${orgUid}`, { name: "no roles", claimMatch: { issuer: provider.issuer, subject: "someone-else" } }),
+      admin("POST", `/iam/v2beta1/identities/${orgUid}`, {
+        name: "no roles",
+        claimMatch: { issuer: provider.issuer, subject: "someone-else" },
+      }),
     );
     const uid = roleless["uid"] as string;
     const other = freshConfigDir();
     const oidc = await provider.workloadToken("someone-else", server.app.urls.authUrl);
     const run = (args: string[]) => runCliInProcess(["--api", server.url, ...args], { PLATFORM_CONFIG_DIR: other });
     const login = okRun(await run(["auth", "login", "--identity", uid, "--identity-token", oidc, "--audience", server.app.urls.baseUrl]));
-    expect(login.stdout).toMatch(new RegExp(`^logged in to ${server.url} as no roles \\(identity ${uid}, workload, expires in (59m|1h)\\)\\n$`));
+    expect(login.stdout).toMatch(
+      new RegExp(`^logged in to ${server.url} as no roles \\(identity ${uid}, workload, expires in (59m|1h)\\)\\n$`),
+    );
     const status = okRun(await run(["auth", "status"]));
     expect(status.stdout).toContain(`identity: ${uid}\nname:     no roles\n`);
     expect(json(await run(["-o", "json", "auth", "status"]))).toMatchObject({ identity: uid, name: "no roles" });
@@ -293,9 +312,12 @@ describe("workload login (token exchange)", () => {
     await writeFile(join(dir, "tokens.json"), JSON.stringify(stored));
     await writeFile(tokenFile, await provider.workloadToken("ci-deployer", server.app.urls.authUrl));
     const watching = server.app.eventHub.size;
-    const run = startCliInProcess(["--api", server.url, "-o", "json", "events", "watch", "--children-of", team, "--type-prefix", "platform.registry.", "--count", "2"], {
-      PLATFORM_CONFIG_DIR: dir,
-    });
+    const run = startCliInProcess(
+      ["--api", server.url, "-o", "json", "events", "watch", "--children-of", team, "--type-prefix", "platform.registry.", "--count", "2"],
+      {
+        PLATFORM_CONFIG_DIR: dir,
+      },
+    );
     run.stdin.end();
     for (let i = 0; i < 250 && server.app.eventHub.size <= watching; i++) await new Promise((r) => setTimeout(r, 20));
     const first = await ok(admin("POST", `/registry/v2beta1/repos/${team}`, { name: "before-expiry" }));
@@ -305,7 +327,12 @@ describe("workload login (token exchange)", () => {
     expect(await renewed()).toBe(true);
     const second = await ok(admin("POST", `/registry/v2beta1/repos/${team}`, { name: "after-expiry" }));
     const res = okRun(await run.done);
-    expect(res.stdout.trimEnd().split("\n").map((line) => (JSON.parse(line) as JsonObject)["subject"])).toEqual([first["uid"], second["uid"]]);
+    expect(
+      res.stdout
+        .trimEnd()
+        .split("\n")
+        .map((line) => (JSON.parse(line) as JsonObject)["subject"]),
+    ).toEqual([first["uid"], second["uid"]]);
     expect(res.stderr).toBe("");
   });
 
@@ -323,7 +350,18 @@ describe("workload login (token exchange)", () => {
   it("refuses an OIDC token the identity does not accept (exit 4), storing nothing", async () => {
     const other = freshConfigDir();
     const res = await runCliInProcess(
-      ["--api", server.url, "auth", "login", "--identity", identityUid, "--identity-token", await provider.workloadToken("someone-else", server.app.urls.authUrl), "--audience", server.app.urls.baseUrl],
+      [
+        "--api",
+        server.url,
+        "auth",
+        "login",
+        "--identity",
+        identityUid,
+        "--identity-token",
+        await provider.workloadToken("someone-else", server.app.urls.authUrl),
+        "--audience",
+        server.app.urls.baseUrl,
+      ],
       { PLATFORM_CONFIG_DIR: other },
     );
     expect(res.code).toBe(4);
@@ -335,16 +373,21 @@ describe("workload login (token exchange)", () => {
 
   it("uses the API URL as the audience by default, and says how to pick another", async () => {
     // the server's base URL is http://localhost:<port>: as --api it is also the audience
-    const asBase = await runCliInProcess(["--api", server.app.urls.baseUrl, "auth", "login", "--identity", identityUid, "--identity-token", tokenFile], {
-      PLATFORM_CONFIG_DIR: freshConfigDir(),
-    });
+    const asBase = await runCliInProcess(
+      ["--api", server.app.urls.baseUrl, "auth", "login", "--identity", identityUid, "--identity-token", tokenFile],
+      {
+        PLATFORM_CONFIG_DIR: freshConfigDir(),
+      },
+    );
     okRun(asBase);
     // through 127.0.0.1 the default audience is not one the server issues for
     const asIp = await runCliInProcess(["--api", server.url, "auth", "login", "--identity", identityUid, "--identity-token", tokenFile], {
       PLATFORM_CONFIG_DIR: freshConfigDir(),
     });
     expect(asIp.code).toBe(2);
-    expect(asIp.stderr).toMatch(/^error: invalid argument: aud: must be one of http:\/\/localhost:\d+, .* \(choose it with --audience\)\n$/);
+    expect(asIp.stderr).toMatch(
+      /^error: invalid argument: aud: must be one of http:\/\/localhost:\d+, .* \(choose it with --audience\)\n$/,
+    );
   });
 
   it("rejects --identity-token that is neither a file nor a JWT (exit 2)", async () => {
@@ -429,7 +472,11 @@ describe("browser login (the loopback listener)", () => {
   it("reports an error the server sends back (exit 4) and stores nothing", async () => {
     const dir = freshConfigDir();
     const { p, url } = await startLogin(startCliInProcess, dir);
-    const params = new URLSearchParams({ state: url.searchParams.get("state")!, error: "access_denied", error_description: "the invite has expired" });
+    const params = new URLSearchParams({
+      state: url.searchParams.get("state")!,
+      error: "access_denied",
+      error_description: "the invite has expired",
+    });
     const page = await fetch(`${url.searchParams.get("redirect")}?${params}`);
     expect(await page.text()).toContain("Login failed");
     const res = await p.done;
@@ -442,13 +489,18 @@ describe("browser login (the loopback listener)", () => {
     const { p } = await startLogin(startCliInProcess, freshConfigDir(), ["--timeout", "1s"]);
     const res = await p.done;
     expect(res.code).toBe(4);
-    expect(res.stderr).toMatch(/error: login timed out after 1s: no answer reached http:\/\/127\.0\.0\.1:\d+\/callback; run platformctl auth login again\n$/);
+    expect(res.stderr).toMatch(
+      /error: login timed out after 1s: no answer reached http:\/\/127\.0\.0\.1:\d+\/callback; run platformctl auth login again\n$/,
+    );
   });
 
   it("says an expired browser token needs a new login (exit 4)", async () => {
     const dir = freshConfigDir();
     await mkdir(dir, { recursive: true });
-    await writeFile(join(dir, "tokens.json"), JSON.stringify({ [server.url]: { token: server.token, expiry: "2020-01-01T00:00:00Z", kind: "browser" } }));
+    await writeFile(
+      join(dir, "tokens.json"),
+      JSON.stringify({ [server.url]: { token: server.token, expiry: "2020-01-01T00:00:00Z", kind: "browser" } }),
+    );
     const res = await runCliInProcess(["--api", server.url, "auth", "token"], { PLATFORM_CONFIG_DIR: dir });
     expect(res.code).toBe(4);
     expect(res.stderr).toBe("error: token expired: run platformctl auth login\n");
@@ -494,7 +546,20 @@ describe("resource commands", () => {
     expect(cleared).toMatchObject({ name: "renamed", description: "" });
     // nested fields too: changing the subject keeps the issuer
     const id = json(
-      await asAdmin(["-o", "json", "iam", "identities", "create", "bot", "--group", orgUid, "--issuer", "https://issuer.example", "--subject", "a"]),
+      await asAdmin([
+        "-o",
+        "json",
+        "iam",
+        "identities",
+        "create",
+        "bot",
+        "--group",
+        orgUid,
+        "--issuer",
+        "https://issuer.example",
+        "--subject",
+        "a",
+      ]),
     );
     const changed = json(await asAdmin(["-o", "json", "iam", "identities", "update", id["uid"] as string, "--subject", "b"]));
     expect(changed["claimMatch"]).toMatchObject({ issuer: "https://issuer.example", subject: "b" });
@@ -517,7 +582,9 @@ describe("resource commands", () => {
     expect(child["uid"]).toMatch(new RegExp(`^${parent["uid"]}/[0-9a-f]{16}$`));
     const res = await asAdmin(["iam", "groups", "delete", parent["uid"] as string]);
     expect(res.code).toBe(5);
-    expect(res.stderr).toBe(`error: failed precondition (RESOURCE_NOT_EMPTY): group ${parent["uid"]} still holds child groups; delete them first\n`);
+    expect(res.stderr).toBe(
+      `error: failed precondition (RESOURCE_NOT_EMPTY): group ${parent["uid"]} still holds child groups; delete them first\n`,
+    );
     expect(okRun(await asAdmin(["iam", "groups", "delete", child["uid"] as string])).stdout).toBe(`deleted group ${child["uid"]}\n`);
     expect((await admin("GET", `/iam/v2beta1/groups/${child["uid"]}`)).status).toBe(404);
     const missing = await asAdmin(["iam", "groups", "get", child["uid"] as string]);
@@ -543,10 +610,54 @@ describe("resource commands", () => {
 
   it("covers the other resources: identities, roles, role bindings, repos, tags, with their filters", async () => {
     const group = json(await asAdmin(["-o", "json", "iam", "groups", "create", "many-things"]))["uid"] as string;
-    const id = json(await asAdmin(["-o", "json", "iam", "identities", "create", "worker", "--group", group, "--issuer", "https://i.example", "--subject", "w"]));
-    const role = json(await asAdmin(["-o", "json", "iam", "roles", "create", "tagger", "--group", group, "--capability", "tag.list", "--capability", "tag.create"]));
+    const id = json(
+      await asAdmin([
+        "-o",
+        "json",
+        "iam",
+        "identities",
+        "create",
+        "worker",
+        "--group",
+        group,
+        "--issuer",
+        "https://i.example",
+        "--subject",
+        "w",
+      ]),
+    );
+    const role = json(
+      await asAdmin([
+        "-o",
+        "json",
+        "iam",
+        "roles",
+        "create",
+        "tagger",
+        "--group",
+        group,
+        "--capability",
+        "tag.list",
+        "--capability",
+        "tag.create",
+      ]),
+    );
     expect(role["capabilities"]).toEqual(["tag.list", "tag.create"]);
-    const rb = json(await asAdmin(["-o", "json", "iam", "role-bindings", "create", "--group", group, "--identity", id["uid"] as string, "--role", role["uid"] as string]));
+    const rb = json(
+      await asAdmin([
+        "-o",
+        "json",
+        "iam",
+        "role-bindings",
+        "create",
+        "--group",
+        group,
+        "--identity",
+        id["uid"] as string,
+        "--role",
+        role["uid"] as string,
+      ]),
+    );
     expect(rb).toMatchObject({ identity: { name: "worker" }, role: { uid: role["uid"] } });
     const bindings = tableRows(okRun(await asAdmin(["iam", "role-bindings", "list", "--identity", id["uid"] as string])).stdout);
     expect(bindings.header).toEqual(["UID", "IDENTITY", "ROLE", "GROUP", "CREATED"]);
@@ -556,11 +667,17 @@ describe("resource commands", () => {
 
     const repo = json(await asAdmin(["-o", "json", "registry", "repos", "create", "library/app", "--group", group, "--alias", "app"]));
     const digest = `sha256:${"ab".repeat(32)}`;
-    const tag = json(await asAdmin(["-o", "json", "registry", "tags", "create", "v1", "--repo", repo["uid"] as string, "--digest", digest]));
+    const tag = json(
+      await asAdmin(["-o", "json", "registry", "tags", "create", "v1", "--repo", repo["uid"] as string, "--digest", digest]),
+    );
     const deprecated = json(await asAdmin(["-o", "json", "registry", "tags", "update", tag["uid"] as string, "--deprecated"]));
     expect(deprecated).toMatchObject({ name: "v1", digest, deprecated: true });
-    expect(json(await asAdmin(["-o", "json", "registry", "tags", "update", tag["uid"] as string, "--no-deprecated"]))["deprecated"]).toBe(false);
-    const tags = json(await asAdmin(["-o", "json", "registry", "tags", "list", "--children-of", repo["uid"] as string, "--digest", digest]));
+    expect(json(await asAdmin(["-o", "json", "registry", "tags", "update", tag["uid"] as string, "--no-deprecated"]))["deprecated"]).toBe(
+      false,
+    );
+    const tags = json(
+      await asAdmin(["-o", "json", "registry", "tags", "list", "--children-of", repo["uid"] as string, "--digest", digest]),
+    );
     expect((tags["tags"] as JsonObject[]).map((t) => t["name"])).toEqual(["v1"]);
     const noAliases = json(await asAdmin(["-o", "json", "registry", "repos", "update", repo["uid"] as string, "--no-alias"]));
     expect(noAliases).toMatchObject({ aliases: [], description: "", activeTags: ["v1"] });
@@ -587,7 +704,10 @@ describe("resource commands", () => {
 describe("commands derived from the protos", () => {
   it("every v2beta1 resource service the server exposes has list and get commands at its REST path", () => {
     const resources = API_SERVICES.map((a) => a.service).filter(
-      (s) => s.typeName.includes(".v2beta1.") && s.methods.some((m) => m.name.startsWith("List")) && s.methods.some((m) => m.name.startsWith("Get")),
+      (s) =>
+        s.typeName.includes(".v2beta1.") &&
+        s.methods.some((m) => m.name.startsWith("List")) &&
+        s.methods.some((m) => m.name.startsWith("Get")),
     );
     expect(resources.length).toBeGreaterThanOrEqual(11);
     const groups: Command[] = [];
@@ -601,12 +721,30 @@ describe("commands derived from the protos", () => {
       const { path } = deriveResourceSpec(service);
       const group = groups.find((g) => g.description().endsWith(`: ${path}`));
       expect(group, service.typeName).toBeDefined();
-      expect(group!.commands.map((c) => c.name()), service.typeName).toEqual(expect.arrayContaining(["list", "get"]));
+      expect(
+        group!.commands.map((c) => c.name()),
+        service.typeName,
+      ).toEqual(expect.arrayContaining(["list", "get"]));
     }
   });
 
   it("a writable field the hand-written flags lacked now has one: identities --audience-pattern", async () => {
-    const id = json(await asAdmin(["-o", "json", "iam", "identities", "create", "aud-bot", "--group", orgUid, "--issuer", "https://i.example", "--audience-pattern", "api-.*"]));
+    const id = json(
+      await asAdmin([
+        "-o",
+        "json",
+        "iam",
+        "identities",
+        "create",
+        "aud-bot",
+        "--group",
+        orgUid,
+        "--issuer",
+        "https://i.example",
+        "--audience-pattern",
+        "api-.*",
+      ]),
+    );
     expect(id["claimMatch"]).toMatchObject({ issuer: "https://i.example", audiencePattern: "api-.*" });
     const changed = json(await asAdmin(["-o", "json", "iam", "identities", "update", id["uid"] as string, "--audience-pattern", "web-.*"]));
     expect(changed["claimMatch"]).toMatchObject({ issuer: "https://i.example", audiencePattern: "web-.*" });
@@ -669,12 +807,22 @@ describe("events (README: Events and webhooks)", () => {
   });
 
   it("events watch ends with the server's reason (exit 4) when its identity is deleted: a token that has not expired is not renewed", async () => {
-    const identity = (await ok(admin("POST", `/iam/v2beta1/identities/${orgUid}`, { name: "short-lived", claimMatch: { issuer: provider.issuer, subject: "short-lived" } })))["uid"] as string;
+    const identity = (
+      await ok(
+        admin("POST", `/iam/v2beta1/identities/${orgUid}`, {
+          name: "short-lived",
+          claimMatch: { issuer: provider.issuer, subject: "short-lived" },
+        }),
+      )
+    )["uid"] as string;
     await ok(admin("POST", `/iam/v2beta1/roleBindings/${orgUid}`, { identityUid: identity, roleUid: "viewer" }));
     const minted = await server.app.tokens.mint(identity, server.app.urls.baseUrl);
     const dir = freshConfigDir();
     await mkdir(dir, { recursive: true });
-    await writeFile(join(dir, "tokens.json"), JSON.stringify({ [server.url]: { token: minted.token, expiry: minted.expiry.toISOString(), kind: "browser" } }));
+    await writeFile(
+      join(dir, "tokens.json"),
+      JSON.stringify({ [server.url]: { token: minted.token, expiry: minted.expiry.toISOString(), kind: "browser" } }),
+    );
     const watching = server.app.eventHub.size;
     const run = startCliInProcess(["--api", server.url, "events", "watch", "--in-root", orgUid], { PLATFORM_CONFIG_DIR: dir });
     run.stdin.end();
@@ -688,7 +836,16 @@ describe("events (README: Events and webhooks)", () => {
 
   it("events subscriptions create prints the signing secret, which get and list never show", async () => {
     const org = json(await asAdmin(["-o", "json", "iam", "groups", "create", "events-subscribed"]))["uid"] as string;
-    const args = ["--group", org, "--sink", "https://example.com/hook", "--type", "platform.iam.role_binding.", "--description", "from the cli"];
+    const args = [
+      "--group",
+      org,
+      "--sink",
+      "https://example.com/hook",
+      "--type",
+      "platform.iam.role_binding.",
+      "--description",
+      "from the cli",
+    ];
     const created = json(await asAdmin(["-o", "json", "events", "subscriptions", "create", ...args]));
     const uid = created["uid"] as string;
     expect(uid).toMatch(new RegExp(`^${org}/[0-9a-f]{16}$`));
@@ -736,7 +893,9 @@ describe("advisories import", () => {
     ]);
     const listed = tableRows(okRun(await asAdmin(["advisories", "list", "--alias", "CVE-2024-0001"])).stdout);
     expect(listed.header).toEqual(["UID", "ALIASES", "COMPONENT", "TYPE", "MODIFIED", "SUMMARY"]);
-    expect(listed.rows.map((r) => [r[0], r[1], r[4], r[5]])).toEqual([["GHSA-cli1-aaaa-bbbb", "CVE-2024-0001", "2024-03-01T10:00:00Z", "about GHSA-cli1-aaaa-bbbb"]]);
+    expect(listed.rows.map((r) => [r[0], r[1], r[4], r[5]])).toEqual([
+      ["GHSA-cli1-aaaa-bbbb", "CVE-2024-0001", "2024-03-01T10:00:00Z", "about GHSA-cli1-aaaa-bbbb"],
+    ]);
     expect(json(await asAdmin(["-o", "json", "advisories", "get", "PYSEC-2024-901"]))["summary"]).toBe("about PYSEC-2024-901");
   });
 
@@ -775,7 +934,9 @@ describe("advisories import", () => {
       { index: 1, advisoryId: "PYSEC-2024-932", uid: "PYSEC-2024-932", outcome: "OUTCOME_UNCHANGED" },
       { index: 2, advisoryId: "PYSEC-2024-933", uid: "PYSEC-2024-933", outcome: "OUTCOME_UNCHANGED" },
     ]);
-    expect(again.stderr).toContain("imported 3 of 4 documents from 2 files: 0 created, 0 updated, 3 unchanged, 0 skipped (older), 1 failed\n");
+    expect(again.stderr).toContain(
+      "imported 3 of 4 documents from 2 files: 0 created, 0 updated, 3 unchanged, 0 skipped (older), 1 failed\n",
+    );
   });
 
   it("reports every bad document with all its fields, across batches, and entries that are not objects", async () => {
@@ -810,10 +971,15 @@ describe("advisories import", () => {
   it("reports a document over the body limit (sent alone) and imports the others", async () => {
     const docs = join(tmp, "huge.json");
     const huge = osv("PYSEC-2024-952", "2024-01-01T00:00:00Z", { details: "x".repeat(1_100_000) });
-    await writeFile(docs, JSON.stringify([osv("PYSEC-2024-951", "2024-01-01T00:00:00Z"), huge, osv("PYSEC-2024-953", "2024-01-01T00:00:00Z")]));
+    await writeFile(
+      docs,
+      JSON.stringify([osv("PYSEC-2024-951", "2024-01-01T00:00:00Z"), huge, osv("PYSEC-2024-953", "2024-01-01T00:00:00Z")]),
+    );
     const res = await asAdmin(["advisories", "import", docs]);
     expect(res.stdout).toBe("imported 2 of 3 documents from 1 file: 2 created, 0 updated, 0 unchanged, 0 skipped (older), 1 failed\n");
-    expect(res.stderr).toBe(`error: ${docs}[1]: invalid argument: body: is larger than the limit of 1048576 bytes\nerror: 1 of 3 documents was not imported\n`);
+    expect(res.stderr).toBe(
+      `error: ${docs}[1]: invalid argument: body: is larger than the limit of 1048576 bytes\nerror: 1 of 3 documents was not imported\n`,
+    );
     expect(res.code).toBe(2);
     for (const uid of ["PYSEC-2024-951", "PYSEC-2024-953"]) expect(await advisoryStatus(uid), uid).toBe(200);
     expect(await advisoryStatus("PYSEC-2024-952")).toBe(404);
@@ -845,14 +1011,19 @@ describe("advisories import", () => {
     try {
       const docs = join(tmp, "stub.json");
       await writeFile(docs, JSON.stringify(["STUB-1", "STUB-2", "STUB-3"].map((id) => osv(id, "2024-01-01T00:00:00Z"))));
-      const res = await runCliInProcess(["--api", `http://127.0.0.1:${(stub.address() as AddressInfo).port}`, "advisories", "import", docs], {
-        PLATFORM_CONFIG_DIR: freshConfigDir(),
-        PLATFORM_TOKEN: "stub-token",
-      });
+      const res = await runCliInProcess(
+        ["--api", `http://127.0.0.1:${(stub.address() as AddressInfo).port}`, "advisories", "import", docs],
+        {
+          PLATFORM_CONFIG_DIR: freshConfigDir(),
+          PLATFORM_TOKEN: "stub-token",
+        },
+      );
       expect(res.code).toBe(2);
       expect(calls).toEqual([3, 1, 1, 1]);
       expect(res.stdout).toBe("imported 2 of 3 documents from 1 file: 2 created, 0 updated, 0 unchanged, 0 skipped (older), 1 failed\n");
-      expect(res.stderr).toBe(`error: ${docs}[1]: invalid argument: request: contains a value that cannot be stored\nerror: 1 of 3 documents was not imported\n`);
+      expect(res.stderr).toBe(
+        `error: ${docs}[1]: invalid argument: request: contains a value that cannot be stored\nerror: 1 of 3 documents was not imported\n`,
+      );
     } finally {
       await new Promise((resolve) => stub.close(resolve));
     }

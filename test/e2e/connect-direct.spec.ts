@@ -27,7 +27,10 @@ function post(path: string, body: Buffer, headers: Record<string, string>, chunk
   return new Promise((resolve, reject) => {
     const req = http.request(
       `${server.url}${path}`,
-      { method: "POST", headers: { authorization: `Bearer ${server.token}`, ...headers, ...(chunked ? {} : { "content-length": String(body.length) }) } },
+      {
+        method: "POST",
+        headers: { authorization: `Bearer ${server.token}`, ...headers, ...(chunked ? {} : { "content-length": String(body.length) }) },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
@@ -106,11 +109,15 @@ describe("Connect JSON unary calls, direct or through connect-es's handler", () 
     const body = Buffer.from(JSON.stringify({ uid: org }));
     const noToken = (headers: Record<string, string>) =>
       new Promise<Raw>((resolve, reject) => {
-        const req = http.request(`${server.url}${GET_GROUP}`, { method: "POST", headers: { "content-length": String(body.length), ...headers } }, (res) => {
-          let text = "";
-          res.on("data", (c: Buffer) => (text += c.toString()));
-          res.on("end", () => resolve({ status: res.statusCode ?? 0, contentType: res.headers["content-type"], body: JSON.parse(text) }));
-        });
+        const req = http.request(
+          `${server.url}${GET_GROUP}`,
+          { method: "POST", headers: { "content-length": String(body.length), ...headers } },
+          (res) => {
+            let text = "";
+            res.on("data", (c: Buffer) => (text += c.toString()));
+            res.on("end", () => resolve({ status: res.statusCode ?? 0, contentType: res.headers["content-type"], body: JSON.parse(text) }));
+          },
+        );
         req.on("error", reject);
         req.end(body);
       });

@@ -119,7 +119,10 @@ describe("HTTP/2 streams and bodies before authentication", () => {
    * Opens a POST whose body is never sent (no DATA frame, no END_STREAM): resolves with the
    * answer's headers, which must therefore come before any of the body.
    */
-  function unsentBody(session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders): Promise<http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader> {
+  function unsentBody(
+    session: http2.ClientHttp2Session,
+    headers: http2.OutgoingHttpHeaders,
+  ): Promise<http2.IncomingHttpHeaders & http2.IncomingHttpStatusHeader> {
     return new Promise((resolve, reject) => {
       const stream = session.request({ ":method": "POST", ...headers }, { endStream: false });
       stream.on("response", (h) => resolve(h));
@@ -184,7 +187,11 @@ describe("HTTP/2 streams and bodies before authentication", () => {
   }
 
   /** Sends `body` whole and reads the answer (status, trailers, body text). */
-  function send(session: http2.ClientHttp2Session, headers: http2.OutgoingHttpHeaders, body: Buffer): Promise<{ headers: http2.IncomingHttpHeaders; trailers: http2.IncomingHttpHeaders; text: string }> {
+  function send(
+    session: http2.ClientHttp2Session,
+    headers: http2.OutgoingHttpHeaders,
+    body: Buffer,
+  ): Promise<{ headers: http2.IncomingHttpHeaders; trailers: http2.IncomingHttpHeaders; text: string }> {
     return new Promise((resolve, reject) => {
       const stream = session.request({ ":method": "POST", "content-length": String(body.length), ...headers });
       let answer: http2.IncomingHttpHeaders = {};
@@ -209,14 +216,21 @@ describe("HTTP/2 streams and bodies before authentication", () => {
     }
   });
 
-  it("refuses an anonymous or badly authenticated body of unknown or large length before any of it is sent, on REST, Connect and gRPC", async ({ expect }) => {
+  it("refuses an anonymous or badly authenticated body of unknown or large length before any of it is sent, on REST, Connect and gRPC", async ({
+    expect,
+  }) => {
     const session = http2.connect(open.url);
     try {
       for (const authorization of [undefined, "Bearer not-a-token"]) {
         const auth = authorization ? { authorization } : {};
         const rest = await unsentBody(session, { ":path": "/iam/v2beta1/groups", "content-type": "application/json", ...auth });
         expect(rest[":status"]).toBe(401);
-        const connect = await unsentBody(session, { ":path": CREATE_GROUP, "content-type": "application/json", "content-length": String(MIB.length), ...auth });
+        const connect = await unsentBody(session, {
+          ":path": CREATE_GROUP,
+          "content-type": "application/json",
+          "content-length": String(MIB.length),
+          ...auth,
+        });
         expect(connect[":status"]).toBe(401);
         const grpc = await unsentGrpcBody(session, { ":path": CREATE_GROUP, "content-type": "application/grpc", te: "trailers", ...auth });
         expect(grpc["grpc-status"]).toBe("16");
@@ -229,22 +243,29 @@ describe("HTTP/2 streams and bodies before authentication", () => {
     }
   });
 
-  it("answers 150 unfinished anonymous 1 MiB POSTs on one connection with 401, having let through at most a flow-control window of each", async ({ expect }) => {
+  it("answers 150 unfinished anonymous 1 MiB POSTs on one connection with 401, having let through at most a flow-control window of each", async ({
+    expect,
+  }) => {
     // The client's own memory bound (10 MB by default) would stop it queueing 150 MiB.
     const session = http2.connect(open.url, { maxSessionMemory: 1000 });
     session.on("error", () => {});
     try {
       const answers = await Promise.all(
-        Array.from({ length: 150 }, () =>
-          new Promise<{ status: number; closed: Promise<void> }>((resolve, reject) => {
-            const stream = session.request({ ":method": "POST", ":path": "/iam/v2beta1/groups", "content-type": "application/json" }, { endStream: false });
-            const closed = new Promise<void>((done) => stream.once("close", () => done()));
-            stream.on("response", (h) => resolve({ status: Number(h[":status"]), closed }));
-            stream.on("error", reject);
-            stream.resume();
-            // Sent as far as the server's flow control lets it; never finished.
-            stream.write(MIB);
-          }),
+        Array.from(
+          { length: 150 },
+          () =>
+            new Promise<{ status: number; closed: Promise<void> }>((resolve, reject) => {
+              const stream = session.request(
+                { ":method": "POST", ":path": "/iam/v2beta1/groups", "content-type": "application/json" },
+                { endStream: false },
+              );
+              const closed = new Promise<void>((done) => stream.once("close", () => done()));
+              stream.on("response", (h) => resolve({ status: Number(h[":status"]), closed }));
+              stream.on("error", reject);
+              stream.resume();
+              // Sent as far as the server's flow control lets it; never finished.
+              stream.write(MIB);
+            }),
         ),
       );
       expect(answers.map((a) => a.status)).toEqual(Array(150).fill(401));
@@ -258,21 +279,38 @@ describe("HTTP/2 streams and bodies before authentication", () => {
     expect((await fetch(`${open.url}/healthz`)).status).toBe(200);
   });
 
-  it("refuses an anonymous or badly authenticated gzip-compressed small body before any of it is sent, on Connect, gRPC and gRPC-Web", async ({ expect }) => {
+  it("refuses an anonymous or badly authenticated gzip-compressed small body before any of it is sent, on Connect, gRPC and gRPC-Web", async ({
+    expect,
+  }) => {
     const json = gzipSync(MANY_EMPTY_JSON);
-    const proto = envelope(gzipSync(toBinary(CreateGroupRequestSchema, create(CreateGroupRequestSchema, { group: { name: "x".repeat(60_000) } }))), true);
+    const proto = envelope(
+      gzipSync(toBinary(CreateGroupRequestSchema, create(CreateGroupRequestSchema, { group: { name: "x".repeat(60_000) } }))),
+      true,
+    );
     expect(json.length).toBeLessThan(2048);
     const session = http2.connect(open.url);
     try {
       for (const authorization of [undefined, "Bearer not-a-token"]) {
         const auth = authorization ? { authorization } : {};
-        const connect = await heldBody(session, { ":path": CREATE_GROUP, "content-type": "application/json", "content-encoding": "gzip", ...auth }, json);
+        const connect = await heldBody(
+          session,
+          { ":path": CREATE_GROUP, "content-type": "application/json", "content-encoding": "gzip", ...auth },
+          json,
+        );
         expect(connect.bodySent).toBe(false);
         expect(connect.headers[":status"]).toBe(401);
-        const grpc = await heldBody(session, { ":path": CREATE_GROUP, "content-type": "application/grpc", "grpc-encoding": "gzip", te: "trailers", ...auth }, proto);
+        const grpc = await heldBody(
+          session,
+          { ":path": CREATE_GROUP, "content-type": "application/grpc", "grpc-encoding": "gzip", te: "trailers", ...auth },
+          proto,
+        );
         expect(grpc.bodySent).toBe(false);
         expect(grpc.trailers["grpc-status"]).toBe("16");
-        const grpcWeb = await heldBody(session, { ":path": CREATE_GROUP, "content-type": "application/grpc-web+proto", "grpc-encoding": "gzip", ...auth }, proto);
+        const grpcWeb = await heldBody(
+          session,
+          { ":path": CREATE_GROUP, "content-type": "application/grpc-web+proto", "grpc-encoding": "gzip", ...auth },
+          proto,
+        );
         expect(grpcWeb.bodySent).toBe(false);
         expect(grpcWeb.headers["grpc-status"]).toBe("16");
       }
@@ -288,7 +326,11 @@ describe("HTTP/2 streams and bodies before authentication", () => {
       const rest = await heldBody(session, { ":path": "/iam/v2beta1/groups", "content-type": "application/json" }, MANY_EMPTY_JSON);
       expect(rest.bodySent).toBe(false);
       expect(rest.headers[":status"]).toBe(401);
-      const connect = await heldBody(session, { ":path": CREATE_GROUP, "content-type": "application/json" }, Buffer.from('{"group":{"name":"small"}}'));
+      const connect = await heldBody(
+        session,
+        { ":path": CREATE_GROUP, "content-type": "application/json" },
+        Buffer.from('{"group":{"name":"small"}}'),
+      );
       expect(connect.bodySent).toBe(false);
       expect(connect.headers[":status"]).toBe(401);
       const grpc = await heldBody(session, { ":path": CREATE_GROUP, "content-type": "application/grpc", te: "trailers" }, proto);
@@ -309,7 +351,9 @@ describe("HTTP/2 streams and bodies before authentication", () => {
       let bodySent = false;
       let text = "";
       const socket = net.connect(open.app.port, "127.0.0.1", () => {
-        socket.write(`POST ${CREATE_GROUP} HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\ncontent-length: ${json.length}\r\n\r\n`);
+        socket.write(
+          `POST ${CREATE_GROUP} HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-encoding: gzip\r\ncontent-length: ${json.length}\r\n\r\n`,
+        );
       });
       // Held back; sent after a while only if no answer came, so that the test ends either way.
       const sendLate = setTimeout(() => {
@@ -329,12 +373,23 @@ describe("HTTP/2 streams and bodies before authentication", () => {
     expect(answer.text).toMatch(/^HTTP\/1\.1 401/);
   });
 
-  it("refuses an anonymous Connect streaming call before its body is sent, as connect-es would: HTTP 200 and an end-stream error", async ({ expect }) => {
+  it("refuses an anonymous Connect streaming call before its body is sent, as connect-es would: HTTP 200 and an end-stream error", async ({
+    expect,
+  }) => {
     const request = Buffer.from("{}");
     const body = Buffer.concat([Buffer.from([0, 0, 0, 0, request.length]), request]);
     const session = http2.connect(open.url);
     try {
-      const stream = session.request({ ":method": "POST", ":path": "/platform.events.v2beta1.EventsService/WatchEvents", "content-type": "application/connect+json", "connect-protocol-version": "1", "content-length": String(body.length) }, { endStream: false });
+      const stream = session.request(
+        {
+          ":method": "POST",
+          ":path": "/platform.events.v2beta1.EventsService/WatchEvents",
+          "content-type": "application/connect+json",
+          "connect-protocol-version": "1",
+          "content-length": String(body.length),
+        },
+        { endStream: false },
+      );
       const answer = await new Promise<{ headers: http2.IncomingHttpHeaders; text: Buffer; bodySent: boolean }>((resolve, reject) => {
         let sent = false;
         let bodySent = false;
@@ -358,7 +413,9 @@ describe("HTTP/2 streams and bodies before authentication", () => {
       expect(answer.headers["content-type"]).toBe("application/connect+json");
       // One envelope, flagged end-stream (2), carrying the error.
       expect(answer.text[0]).toBe(2);
-      const end = JSON.parse(answer.text.subarray(5, 5 + answer.text.readUInt32BE(1)).toString()) as { error: { code: string; details?: unknown[] } };
+      const end = JSON.parse(answer.text.subarray(5, 5 + answer.text.readUInt32BE(1)).toString()) as {
+        error: { code: string; details?: unknown[] };
+      };
       expect(end.error.code).toBe("unauthenticated");
       expect(end.error.details?.length).toBeGreaterThan(0);
     } finally {
@@ -370,11 +427,19 @@ describe("HTTP/2 streams and bodies before authentication", () => {
     const session = http2.connect(open.url);
     const auth = { authorization: `Bearer ${open.token}` };
     try {
-      const connect = await send(session, { ":path": CREATE_GROUP, "content-type": "application/json", "content-encoding": "gzip", ...auth }, gzipSync('{"group":{"name":"gzip connect"}}'));
+      const connect = await send(
+        session,
+        { ":path": CREATE_GROUP, "content-type": "application/json", "content-encoding": "gzip", ...auth },
+        gzipSync('{"group":{"name":"gzip connect"}}'),
+      );
       expect(connect.headers[":status"]).toBe(200);
       expect(connect.text).toContain('"name":"gzip connect"');
       const message = toBinary(CreateGroupRequestSchema, create(CreateGroupRequestSchema, { group: { name: "gzip grpc" } }));
-      const grpc = await send(session, { ":path": CREATE_GROUP, "content-type": "application/grpc", "grpc-encoding": "gzip", te: "trailers", ...auth }, envelope(gzipSync(message), true));
+      const grpc = await send(
+        session,
+        { ":path": CREATE_GROUP, "content-type": "application/grpc", "grpc-encoding": "gzip", te: "trailers", ...auth },
+        envelope(gzipSync(message), true),
+      );
       expect(grpc.trailers["grpc-status"]).toBe("0");
       expect(grpc.text).toContain("gzip grpc");
     } finally {
@@ -388,7 +453,11 @@ describe("HTTP/2 streams and bodies before authentication", () => {
     expect(bomb.length).toBeLessThan(16 * 1024);
     const session = http2.connect(open.url);
     try {
-      const connect = await send(session, { ":path": CREATE_GROUP, "content-type": "application/json", "content-encoding": "gzip", authorization: `Bearer ${open.token}` }, bomb);
+      const connect = await send(
+        session,
+        { ":path": CREATE_GROUP, "content-type": "application/json", "content-encoding": "gzip", authorization: `Bearer ${open.token}` },
+        bomb,
+      );
       expect(connect.headers[":status"]).toBe(429);
       expect(JSON.parse(connect.text)).toMatchObject({ code: "resource_exhausted" });
     } finally {
@@ -396,10 +465,14 @@ describe("HTTP/2 streams and bodies before authentication", () => {
     }
   });
 
-  it("refuses an anonymous HTTP/1.1 upload that declares a large length before it is sent, and closes the connection", async ({ expect }) => {
+  it("refuses an anonymous HTTP/1.1 upload that declares a large length before it is sent, and closes the connection", async ({
+    expect,
+  }) => {
     const answer = await new Promise<string>((resolve, reject) => {
       const socket = net.connect(open.app.port, "127.0.0.1", () => {
-        socket.write(`POST /iam/v2beta1/groups HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: ${MIB.length}\r\n\r\n`);
+        socket.write(
+          `POST /iam/v2beta1/groups HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: ${MIB.length}\r\n\r\n`,
+        );
       });
       let text = "";
       socket.on("data", (d: Buffer) => (text += d.toString()));
@@ -411,11 +484,18 @@ describe("HTTP/2 streams and bodies before authentication", () => {
     expect(answer.toLowerCase()).toContain("connection: close");
   });
 
-  it("reads the body of a caller with a valid token, whatever its length: an HTTP/2 REST create without content-length", async ({ expect }) => {
+  it("reads the body of a caller with a valid token, whatever its length: an HTTP/2 REST create without content-length", async ({
+    expect,
+  }) => {
     const session = http2.connect(open.url);
     try {
       const status = await new Promise<number>((resolve, reject) => {
-        const stream = session.request({ ":method": "POST", ":path": "/iam/v2beta1/groups", "content-type": "application/json", authorization: `Bearer ${open.token}` });
+        const stream = session.request({
+          ":method": "POST",
+          ":path": "/iam/v2beta1/groups",
+          "content-type": "application/json",
+          authorization: `Bearer ${open.token}`,
+        });
         stream.on("response", (h) => resolve(Number(h[":status"])));
         stream.on("error", reject);
         stream.resume();
@@ -431,7 +511,12 @@ describe("HTTP/2 streams and bodies before authentication", () => {
     const session = http2.connect(open.url);
     try {
       const headers = await new Promise<http2.IncomingHttpHeaders>((resolve, reject) => {
-        const stream = session.request({ ":method": "POST", ":path": "/grpc.health.v1.Health/Check", "content-type": "application/grpc", te: "trailers" });
+        const stream = session.request({
+          ":method": "POST",
+          ":path": "/grpc.health.v1.Health/Check",
+          "content-type": "application/grpc",
+          te: "trailers",
+        });
         stream.on("trailers", (t) => resolve(t));
         stream.on("error", reject);
         stream.resume();

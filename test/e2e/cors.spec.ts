@@ -45,11 +45,15 @@ interface Answer {
 /** One HTTP/1.1 request with exactly these headers (fetch would add or refuse some). */
 function send(target: TestServer, method: string, path: string, headers: Record<string, string>, body?: string | Buffer): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = http.request(`${target.url}${path}`, { method, headers: { ...headers, ...(body !== undefined ? { "content-length": String(Buffer.byteLength(body)) } : {}) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }));
-    });
+    const req = http.request(
+      `${target.url}${path}`,
+      { method, headers: { ...headers, ...(body !== undefined ? { "content-length": String(Buffer.byteLength(body)) } : {}) } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() }));
+      },
+    );
     req.on("error", reject);
     req.end(body);
   });
@@ -103,18 +107,28 @@ function expectReadable(res: Answer, origin: string): void {
   expect(res.headers["access-control-allow-origin"]).toBe(origin);
   expect(list(res.headers["vary"])).toContain("origin");
   const exposed = list(res.headers["access-control-expose-headers"]);
-  for (const h of [...cors.exposedHeaders, "Grpc-Status-Details-Bin", "X-Request-Id", "Retry-After"]) expect(exposed).toContain(h.toLowerCase());
+  for (const h of [...cors.exposedHeaders, "Grpc-Status-Details-Bin", "X-Request-Id", "Retry-After"])
+    expect(exposed).toContain(h.toLowerCase());
 }
 
 describe("preflights from an allowed origin", () => {
   it("answer a Connect path with Connect's lists and REST's", async () => {
-    const res = await preflight(server, CONNECT_PATH, APP, "POST", "authorization,content-type,connect-protocol-version,connect-timeout-ms");
+    const res = await preflight(
+      server,
+      CONNECT_PATH,
+      APP,
+      "POST",
+      "authorization,content-type,connect-protocol-version,connect-timeout-ms",
+    );
     expectAllowedPreflight(res, APP);
     expect(res.body).toBe("");
   });
 
   it("answer a gRPC-Web path", async () => {
-    expectAllowedPreflight(await preflight(server, CONNECT_PATH, DEV, "POST", "authorization,content-type,x-grpc-web,x-user-agent,grpc-timeout"), DEV);
+    expectAllowedPreflight(
+      await preflight(server, CONNECT_PATH, DEV, "POST", "authorization,content-type,x-grpc-web,x-user-agent,grpc-timeout"),
+      DEV,
+    );
   });
 
   it("answer a REST path instead of 405", async () => {
@@ -145,7 +159,13 @@ describe("actual requests from an allowed origin", () => {
   });
 
   it("Connect POST: readable", async () => {
-    const res = await send(server, "POST", CONNECT_PATH, { origin: DEV, authorization: `Bearer ${server.token}`, "content-type": "application/json" }, "{}");
+    const res = await send(
+      server,
+      "POST",
+      CONNECT_PATH,
+      { origin: DEV, authorization: `Bearer ${server.token}`, "content-type": "application/json" },
+      "{}",
+    );
     expect(res.status, res.body).toBe(200);
     expect(JSON.stringify(JSON.parse(res.body))).toContain(group);
     expectReadable(res, DEV);
@@ -154,7 +174,13 @@ describe("actual requests from an allowed origin", () => {
   it("gRPC-Web POST: readable, grpc-status exposed", async () => {
     // An empty ListGroupsRequest in one uncompressed frame.
     const frame = Buffer.from([0, 0, 0, 0, 0]);
-    const res = await send(server, "POST", CONNECT_PATH, { origin: APP, authorization: `Bearer ${server.token}`, "content-type": "application/grpc-web+proto", "x-grpc-web": "1" }, frame);
+    const res = await send(
+      server,
+      "POST",
+      CONNECT_PATH,
+      { origin: APP, authorization: `Bearer ${server.token}`, "content-type": "application/grpc-web+proto", "x-grpc-web": "1" },
+      frame,
+    );
     expect(res.status).toBe(200);
     expectReadable(res, APP);
   });
@@ -172,7 +198,15 @@ describe("actual requests from an allowed origin", () => {
 describe("routes outside the API", () => {
   it("get no CORS headers, even from an allowed origin", async () => {
     const authPrefix = new URL(server.app.urls.authUrl).pathname.replace(/\/+$/, "");
-    for (const path of ["/healthz", "/readyz", "/metrics", `${authPrefix}/sts/exchange`, `${authPrefix}/oauth`, `${authPrefix}/oauth/callback`, `${authPrefix}/.well-known/jwks.json`]) {
+    for (const path of [
+      "/healthz",
+      "/readyz",
+      "/metrics",
+      `${authPrefix}/sts/exchange`,
+      `${authPrefix}/oauth`,
+      `${authPrefix}/oauth/callback`,
+      `${authPrefix}/.well-known/jwks.json`,
+    ]) {
       const pre = await preflight(server, path, APP, "GET", "authorization");
       expect(pre.status, path).not.toBe(204);
       expect(pre.status, path).toBeLessThan(500);
@@ -189,7 +223,10 @@ describe("origins that are not allowed", () => {
     const pre = await preflight(server, CONNECT_PATH, "https://evil.example.net", "POST", "authorization,content-type");
     expect(pre.status).toBe(403);
     expect(corsHeadersOf(pre.headers)).toEqual([]);
-    const get = await send(server, "GET", `/iam/v2beta1/groups/${group}`, { origin: "https://evil.example.net", authorization: `Bearer ${server.token}` });
+    const get = await send(server, "GET", `/iam/v2beta1/groups/${group}`, {
+      origin: "https://evil.example.net",
+      authorization: `Bearer ${server.token}`,
+    });
     expect(get.status).toBe(200);
     expect(corsHeadersOf(get.headers)).toEqual([]);
   });
@@ -198,7 +235,13 @@ describe("origins that are not allowed", () => {
     const pre = await preflight(plain, `/iam/v2beta1/groups`, APP, "GET", "authorization");
     expect(pre.status).toBe(403);
     expect(corsHeadersOf(pre.headers)).toEqual([]);
-    const post = await send(plain, "POST", CONNECT_PATH, { origin: APP, authorization: `Bearer ${plain.token}`, "content-type": "application/json" }, "{}");
+    const post = await send(
+      plain,
+      "POST",
+      CONNECT_PATH,
+      { origin: APP, authorization: `Bearer ${plain.token}`, "content-type": "application/json" },
+      "{}",
+    );
     expect(post.status).toBe(200);
     expect(corsHeadersOf(post.headers)).toEqual([]);
     expect(post.headers["vary"]).toBeUndefined();

@@ -22,7 +22,9 @@ function capturedLog(): { logger: Logger; lines: JsonObject[] } {
 }
 
 /** A tiny local OIDC "provider" that only serves a discovery document, and counts requests. */
-async function fakeIdp(metadata: (issuer: string) => JsonObject): Promise<{ issuer: string; requests: () => number; stop: () => Promise<void> }> {
+async function fakeIdp(
+  metadata: (issuer: string) => JsonObject,
+): Promise<{ issuer: string; requests: () => number; stop: () => Promise<void> }> {
   let count = 0;
   let issuer = "";
   const server = http.createServer((req, res) => {
@@ -143,7 +145,10 @@ describe("browser login: upstream identity providers go through the guard", () =
   beforeAll(async () => {
     devLog = capturedLog();
     // The fake providers are on loopback: trusted, so the login goes straight to them (no interstitial page).
-    dev = await startTestServer({ PLATFORM_ALLOW_INSECURE_ISSUERS: "true", PLATFORM_TRUSTED_IDP_HOSTS: "127.0.0.1" }, { logger: devLog.logger });
+    dev = await startTestServer(
+      { PLATFORM_ALLOW_INSECURE_ISSUERS: "true", PLATFORM_TRUSTED_IDP_HOSTS: "127.0.0.1" },
+      { logger: devLog.logger },
+    );
     strict = await sharedServer();
   });
   afterAll(async () => {
@@ -154,7 +159,9 @@ describe("browser login: upstream identity providers go through the guard", () =
   async function startLogin(target: TestServer, issuer: string, state: string): Promise<{ location: URL; cookie: string | null }> {
     const admin = restClient(target.url, target.token);
     const org = (await ok(admin("POST", "/iam/v2beta1/groups", { name: `egress-${state}` })))["uid"] as string;
-    await ok(admin("POST", `/iam/v2beta1/identityProviders/${org}`, { name: "sso", oidc: { issuer, clientId: "platform", clientSecret: "s" } }));
+    await ok(
+      admin("POST", `/iam/v2beta1/identityProviders/${org}`, { name: "sso", oidc: { issuer, clientId: "platform", clientSecret: "s" } }),
+    );
     const url = new URL(`${target.app.urls.authUrl}/oauth`);
     url.search = new URLSearchParams({ redirect: callback, state, org }).toString();
     const res = await fetch(url, { redirect: "manual" });
@@ -176,7 +183,9 @@ describe("browser login: upstream identity providers go through the guard", () =
         const { location, cookie } = await startLogin(dev, idp.issuer, `cross-origin-${label.replace(/ /g, "-")}`);
         expect(location.origin + location.pathname, label).toBe(callback);
         expect(location.searchParams.get("error"), label).toBe("upstream_error");
-        expect(location.searchParams.get("error_description"), label).toBe("the identity provider's sign-in page is not at its issuer's address");
+        expect(location.searchParams.get("error_description"), label).toBe(
+          "the identity provider's sign-in page is not at its issuer's address",
+        );
         expect(cookie, label).toBeNull();
         expect(idp.requests(), label).toBe(1); // the discovery document, nothing else
         const logged = refusedLogins().slice(before);

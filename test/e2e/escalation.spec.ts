@@ -63,16 +63,27 @@ describe("grant ceiling: nobody hands out what they do not hold", () => {
       ],
       "attacker",
     );
-    ownerIdentity = uidOf(await createIdentity(admin, org, { name: "real-owner", claimMatch: { issuer: "https://idp.example", subject: "owner" } }));
+    ownerIdentity = uidOf(
+      await createIdentity(admin, org, { name: "real-owner", claimMatch: { issuer: "https://idp.example", subject: "owner" } }),
+    );
     await ok(bind(admin, org, ownerIdentity, "owner"));
   });
 
   it("refuses binding oneself as owner (create, batchCreate, and updating one's own binding)", async () => {
-    expectCeiling(await attacker.call("POST", `/iam/v2beta1/roleBindings/${org}`, { identityUid: attacker.identity, roleUid: "owner" }), "create");
-    expectCeiling(await attacker.call("POST", `/iam/v2beta1/roleBindings/${team}`, { identityUid: attacker.identity, roleUid: "owner" }), "create below");
+    expectCeiling(
+      await attacker.call("POST", `/iam/v2beta1/roleBindings/${org}`, { identityUid: attacker.identity, roleUid: "owner" }),
+      "create",
+    );
+    expectCeiling(
+      await attacker.call("POST", `/iam/v2beta1/roleBindings/${team}`, { identityUid: attacker.identity, roleUid: "owner" }),
+      "create below",
+    );
     expectCeiling(
       await attacker.call("POST", `/iam/v2beta1/roleBindings/${team}:batchCreate`, {
-        requests: [{ identityUid: attacker.identity, roleUid: attacker.role }, { identityUid: attacker.identity, roleUid: "owner" }],
+        requests: [
+          { identityUid: attacker.identity, roleUid: attacker.role },
+          { identityUid: attacker.identity, roleUid: "owner" },
+        ],
       }),
       "batchCreate",
     );
@@ -100,7 +111,10 @@ describe("grant ceiling: nobody hands out what they do not hold", () => {
 
   it("refuses an identity provider whose default role is owner (create and update)", async () => {
     const oidc = { issuer: "https://idp.example", clientId: "c" };
-    expectCeiling(await attacker.call("POST", `/iam/v2beta1/identityProviders/${org}`, { name: "idp", defaultRole: "owner", oidc }), "create");
+    expectCeiling(
+      await attacker.call("POST", `/iam/v2beta1/identityProviders/${org}`, { name: "idp", defaultRole: "owner", oidc }),
+      "create",
+    );
     const idp = await ok(admin("POST", `/iam/v2beta1/identityProviders/${org}`, { name: "idp", oidc }));
     expectCeiling(await attacker.call("PATCH", `/iam/v2beta1/identityProviders/${uidOf(idp)}`, { defaultRole: "owner" }), "update");
     // Within the ceiling it works: the attacker's own role.
@@ -109,7 +123,9 @@ describe("grant ceiling: nobody hands out what they do not hold", () => {
 
   it("refuses adding capabilities to one's own custom role, and creating a role above one's own", async () => {
     expectCeiling(
-      await attacker.call("PATCH", `/iam/v2beta1/roles/${attacker.role}?updateMask=capabilities`, { capabilities: ["groups.delete", "groups.list"] }),
+      await attacker.call("PATCH", `/iam/v2beta1/roles/${attacker.role}?updateMask=capabilities`, {
+        capabilities: ["groups.delete", "groups.list"],
+      }),
       "update",
     );
     expectCeiling(await attacker.call("POST", `/iam/v2beta1/roles/${org}`, { name: "bigger", capabilities: ["groups.delete"] }), "create");
@@ -119,7 +135,9 @@ describe("grant ceiling: nobody hands out what they do not hold", () => {
 
   it("refuses pointing an owner identity's claimMatch at oneself", async () => {
     expectCeiling(
-      await attacker.call("PATCH", `/iam/v2beta1/identities/${ownerIdentity}`, { claimMatch: { issuer: "https://attacker.example", subject: "attacker" } }),
+      await attacker.call("PATCH", `/iam/v2beta1/identities/${ownerIdentity}`, {
+        claimMatch: { issuer: "https://attacker.example", subject: "attacker" },
+      }),
       "claimMatch",
     );
     // A change that leaves claimMatch alone is an ordinary update.
@@ -131,14 +149,20 @@ describe("grant ceiling: nobody hands out what they do not hold", () => {
   it("lets an owner do all of it", async () => {
     const owner = restClient(server.url, await tokenFor(ownerIdentity));
     await ok(owner("POST", `/iam/v2beta1/roleBindings/${team}`, { identityUid: attacker.identity, roleUid: "viewer" }));
-    await ok(owner("PATCH", `/iam/v2beta1/identities/${attacker.identity}`, { claimMatch: { issuer: "https://attacker.example", subject: "other" } }));
+    await ok(
+      owner("PATCH", `/iam/v2beta1/identities/${attacker.identity}`, {
+        claimMatch: { issuer: "https://attacker.example", subject: "other" },
+      }),
+    );
   });
 });
 
 describe("founding organizations (PLATFORM_ORG_CREATION)", () => {
   it("refuses a workload identity by default, allows a person and the platform administrator", async () => {
     // A CI workload holding only registry.pull somewhere.
-    const ci = uidOf(await createIdentity(admin, team, { name: "ci-workload", claimMatch: { issuer: "https://ci.example", subject: "ci" } }));
+    const ci = uidOf(
+      await createIdentity(admin, team, { name: "ci-workload", claimMatch: { issuer: "https://ci.example", subject: "ci" } }),
+    );
     await ok(bind(admin, team, ci, "registry.pull"));
     const workload = { token: await tokenFor(ci), call: restClient(server.url, await tokenFor(ci)) };
     const refused = await workload.call("POST", "/iam/v2beta1/groups", { name: "rogue-org" });

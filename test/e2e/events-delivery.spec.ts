@@ -123,11 +123,20 @@ describe.concurrent("deliveries", () => {
       expect(hook.received[1]!.body).toContain(uidOf(repo));
       // A new port is a new base URL, so the restarted server wrote a new admin token.
       call = restClient(second.url, (await readFile(join(dataDir, "admin-token"), "utf8")).trim());
-      const [subscription] = (await ok(call("GET", `/events/v2beta1/subscriptions?uidp.childrenOf=${org}`)))["subscriptions"] as JsonObject[];
-      for (let i = 0; i < 100 && (await ok(call("GET", `/events/v2beta1/subscriptions/${uidOf(subscription!)}`)))["deliveredCount"] !== "1"; i++) {
+      const [subscription] = (await ok(call("GET", `/events/v2beta1/subscriptions?uidp.childrenOf=${org}`)))[
+        "subscriptions"
+      ] as JsonObject[];
+      for (
+        let i = 0;
+        i < 100 && (await ok(call("GET", `/events/v2beta1/subscriptions/${uidOf(subscription!)}`)))["deliveredCount"] !== "1";
+        i++
+      ) {
         await new Promise((r) => setTimeout(r, 20));
       }
-      expect(await ok(call("GET", `/events/v2beta1/subscriptions/${uidOf(subscription!)}`))).toMatchObject({ deliveredCount: "1", pendingCount: "0" });
+      expect(await ok(call("GET", `/events/v2beta1/subscriptions/${uidOf(subscription!)}`))).toMatchObject({
+        deliveredCount: "1",
+        pendingCount: "0",
+      });
     }, 90_000);
   });
 
@@ -155,7 +164,11 @@ describe.concurrent("deliveries", () => {
         second.start();
         cleanups.push(() => second.stop());
         // Woken by the same notifications as the server's own dispatcher.
-        const unlisten = await a.app.database.listen(DELIVERIES_CHANNEL, () => second.notify(), () => second.notify());
+        const unlisten = await a.app.database.listen(
+          DELIVERIES_CHANNEL,
+          () => second.notify(),
+          () => second.notify(),
+        );
         cleanups.push(unlisten);
       }
       const callA = restClient(a.url, a.token);
@@ -189,7 +202,11 @@ describe.concurrent("deliveries", () => {
 });
 
 /** The subscription `uid` once `predicate` holds for it (polled for up to 10 s). */
-async function subscriptionOnce(call: ReturnType<typeof restClient>, uid: string, predicate: (s: JsonObject) => boolean): Promise<JsonObject> {
+async function subscriptionOnce(
+  call: ReturnType<typeof restClient>,
+  uid: string,
+  predicate: (s: JsonObject) => boolean,
+): Promise<JsonObject> {
   let status: JsonObject = {};
   for (let i = 0; i < 500; i++) {
     status = await ok(call("GET", `/events/v2beta1/subscriptions/${uid}`));
@@ -210,7 +227,9 @@ describe("subscriptions send for their creator", () => {
     const call = restClient(s.url, s.token);
     const org = uidOf(await createGroup(call, name));
     const team = uidOf(await createGroup(call, "team", org));
-    const carol = uidOf(await createIdentity(call, org, { name: "carol", claimMatch: { issuer: "https://issuer.example", subject: `${name}-carol` } }));
+    const carol = uidOf(
+      await createIdentity(call, org, { name: "carol", claimMatch: { issuer: "https://issuer.example", subject: `${name}-carol` } }),
+    );
     const binding = uidOf(await ok(bind(call, team, carol, "owner")));
     const carolCall = restClient(s.url, (await s.app.tokens.mint(carol, s.app.urls.baseUrl)).token);
     const control = await receiver();
@@ -223,7 +242,9 @@ describe("subscriptions send for their creator", () => {
     const admin = bootstrapIdentityUid(s.token);
     const hers = await receiver();
     // creator and state are output only: naming another creator changes nothing.
-    const made = await ok(carolCall("POST", `/events/v2beta1/subscriptions/${team}`, { sink: hers.url, creator: admin, state: "STATE_STOPPED" }));
+    const made = await ok(
+      carolCall("POST", `/events/v2beta1/subscriptions/${team}`, { sink: hers.url, creator: admin, state: "STATE_STOPPED" }),
+    );
     expect(made).toMatchObject({ creator: carol, state: "STATE_ACTIVE" });
     await ok(call("POST", `/iam/v2beta1/groupInvites/${team}`, { roleUid: "viewer", ttl: "3600s", email: "before@example.com" }));
     await hers.until(() => mentions(hers, "before@example.com"));
@@ -239,10 +260,16 @@ describe("subscriptions send for their creator", () => {
     await control.until(() => mentions(control, "after@example.com") && mentions(control, "after-robot"));
     // What the control receiver got, hers would have by now (same dispatcher, same server): she got neither.
     expect(mentions(hers, "after@example.com") || mentions(hers, "after-robot")).toBe(false);
-    expect(await ok(call("GET", `/events/v2beta1/subscriptions/${uidOf(made)}`))).toMatchObject({ state: "STATE_STOPPED", pendingCount: "0" });
+    expect(await ok(call("GET", `/events/v2beta1/subscriptions/${uidOf(made)}`))).toMatchObject({
+      state: "STATE_STOPPED",
+      pendingCount: "0",
+    });
 
     // An owner who updates it vouches for it now: it sends for them, from then on.
-    expect(await ok(call("PATCH", `/events/v2beta1/subscriptions/${uidOf(made)}`, { description: "the admin's now" }))).toMatchObject({ state: "STATE_ACTIVE", creator: admin });
+    expect(await ok(call("PATCH", `/events/v2beta1/subscriptions/${uidOf(made)}`, { description: "the admin's now" }))).toMatchObject({
+      state: "STATE_ACTIVE",
+      creator: admin,
+    });
     await ok(call("POST", `/iam/v2beta1/groupInvites/${team}`, { roleUid: "viewer", ttl: "3600s", email: "resumed@example.com" }));
     await hers.until(() => mentions(hers, "resumed@example.com"));
     expect(mentions(hers, "after@example.com")).toBe(false);
@@ -256,11 +283,19 @@ describe("subscriptions send for their creator", () => {
 
     await ok(call("DELETE", `/iam/v2beta1/identities/${carol}`));
     // Read at once after the delete's answer: nothing to wait for.
-    expect(await ok(call("GET", `/events/v2beta1/subscriptions/${uidOf(made)}`))).toMatchObject({ state: "STATE_STOPPED", lastError: CREATOR_DELETED, pendingCount: "0" });
+    expect(await ok(call("GET", `/events/v2beta1/subscriptions/${uidOf(made)}`))).toMatchObject({
+      state: "STATE_STOPPED",
+      lastError: CREATOR_DELETED,
+      pendingCount: "0",
+    });
     await createIdentity(call, team, { name: "later-robot", claimMatch: { issuer: "https://issuer.example", subject: "later-robot" } });
     await control.until(() => mentions(control, "platform.iam.role_binding.deleted.v1") && mentions(control, "later-robot"));
     // At most the subscription's own creation, sent before the delete.
-    expect(hers.received.map((r) => (JSON.parse(r.body) as { type: string }).type).filter((t) => t !== "platform.events.subscription.created.v1")).toEqual([]);
+    expect(
+      hers.received
+        .map((r) => (JSON.parse(r.body) as { type: string }).type)
+        .filter((t) => t !== "platform.events.subscription.created.v1"),
+    ).toEqual([]);
   }, 60_000);
 
   it("delivers another organization's event within 10 s while one organization's five subscriptions hang on their sink (a minute each)", async () => {
@@ -269,7 +304,10 @@ describe("subscriptions send for their creator", () => {
     const hanging = await receiver();
     hanging.answer = () => "hang";
     const tenant = uidOf(await createGroup(call, "hanging-tenant"));
-    for (let i = 0; i < 5; i++) await ok(call("POST", `/events/v2beta1/subscriptions/${tenant}`, { sink: hanging.url, types: ["platform.registry.repo.created.v1"] }));
+    for (let i = 0; i < 5; i++)
+      await ok(
+        call("POST", `/events/v2beta1/subscriptions/${tenant}`, { sink: hanging.url, types: ["platform.registry.repo.created.v1"] }),
+      );
     // Ten deliveries each, fifty in all: more than every slot of the replica (32).
     for (let i = 0; i < 10; i++) await ok(call("POST", `/registry/v2beta1/repos/${tenant}`, { name: `held-${i}` }));
     // The organization's share of the slots (8), and no more.
@@ -299,10 +337,18 @@ describe("WatchEvents across replicas", () => {
       for await (const e of client.watchEvents({ uidp: { inRoot: org } }, { signal: abort.signal })) return e;
       return undefined;
     })();
-    const grpcClient = grpcJsClient(`127.0.0.1:${watched.port}`, "platform.events.v2beta1.EventsService", "platform/events/v2beta1/events.proto");
+    const grpcClient = grpcJsClient(
+      `127.0.0.1:${watched.port}`,
+      "platform.events.v2beta1.EventsService",
+      "platform/events/v2beta1/events.proto",
+    );
     const md = new grpc.Metadata();
     md.set("authorization", `Bearer ${a.token}`);
-    const stream = (grpcClient["WatchEvents"] as (req: unknown, md: grpc.Metadata) => grpc.ClientReadableStream<JsonObject>).call(grpcClient, { uidp: { in_root: org } }, md);
+    const stream = (grpcClient["WatchEvents"] as (req: unknown, md: grpc.Metadata) => grpc.ClientReadableStream<JsonObject>).call(
+      grpcClient,
+      { uidp: { in_root: org } },
+      md,
+    );
     const viaGrpc = new Promise<JsonObject>((resolve, reject) => {
       stream.once("data", (e: JsonObject) => {
         resolve(e);

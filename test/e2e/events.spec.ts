@@ -110,7 +110,11 @@ describe("ListEvents", () => {
 
     // A person's root binding goes with their identity too (a global event).
     const person = await server.app.database.db.transaction((tx) =>
-      findOrCreatePersonIdentity(tx, { issuer: "https://idp.example", subject: "cascade", email: "", emailVerified: false, name: "cascade" }, new Date()),
+      findOrCreatePersonIdentity(
+        tx,
+        { issuer: "https://idp.example", subject: "cascade", email: "", emailVerified: false, name: "cascade" },
+        new Date(),
+      ),
     );
     const root = await ok(call("POST", "/iam/v2beta1/rootRoleBindings", { identityUid: person, roleUid: "viewer" }));
     const rootBinding = await ok(call("GET", `/iam/v2beta1/rootRoleBindings/${uidOf(root)}`));
@@ -144,7 +148,10 @@ describe("ListEvents", () => {
     expect(update["data"]).toMatchObject({ before: { description: "" }, after: { description: "changed" } });
     expect(eventsOf(await listEvents(`uidp.inRoot=${org}&type=platform.iam.group.created.v1`))).toHaveLength(2);
     expect(eventsOf(await listEvents(`uidp.inRoot=${org}&typePrefix=platform.iam.group.`))).toHaveLength(3);
-    expect(eventsOf(await listEvents(`uidp.childrenOf=${child}`)).map((e) => e["type"])).toEqual(["platform.iam.group.created.v1", "platform.iam.group.updated.v1"]);
+    expect(eventsOf(await listEvents(`uidp.childrenOf=${child}`)).map((e) => e["type"])).toEqual([
+      "platform.iam.group.created.v1",
+      "platform.iam.group.updated.v1",
+    ]);
     expect(eventsOf(await listEvents(`uidp.inRoot=${org}&actor=${admin}`))).toHaveLength(6);
     expect(eventsOf(await listEvents(`uidp.inRoot=${org}&actor=nobody`))).toHaveLength(0);
     const since = update["time"] as string;
@@ -152,7 +159,11 @@ describe("ListEvents", () => {
     expect(eventsOf(await listEvents(`uidp.inRoot=${org}&until=${since}`)).map((e) => e["id"])).not.toContain(update["id"]);
     // Newest first on request, and a cursor through pages of two.
     const desc = eventsOf(await listEvents(`uidp.inRoot=${org}&orderBy=time%20desc`)).map((e) => e["id"]);
-    expect(desc).toEqual(eventsOf(all).map((e) => e["id"]).reverse());
+    expect(desc).toEqual(
+      eventsOf(all)
+        .map((e) => e["id"])
+        .reverse(),
+    );
     const seen: unknown[] = [];
     let token = "";
     do {
@@ -190,10 +201,14 @@ describe("ListEvents", () => {
     const provider = await startOidcProvider(["workload-a", "workload-b"]);
     try {
       const org = uidOf(await createGroup(call, "events-exchange"));
-      const identity = uidOf(await createIdentity(call, org, { name: "ci", claimMatch: { issuer: provider.issuer, subject: "workload-a" } }));
+      const identity = uidOf(
+        await createIdentity(call, org, { name: "ci", claimMatch: { issuer: provider.issuer, subject: "workload-a" } }),
+      );
       const exchange = async (token: string) => {
         const query = new URLSearchParams({ aud: server.app.urls.baseUrl, identity });
-        return (await fetch(`${server.app.urls.authUrl}/sts/exchange?${query}`, { method: "POST", headers: { authorization: `Bearer ${token}` } })).status;
+        return (
+          await fetch(`${server.app.urls.authUrl}/sts/exchange?${query}`, { method: "POST", headers: { authorization: `Bearer ${token}` } })
+        ).status;
       };
       expect(await exchange(await provider.workloadToken("workload-a", server.app.urls.authUrl))).toBe(200);
       expect(await exchange(await provider.workloadToken("workload-b", server.app.urls.authUrl))).toBe(401);
@@ -303,10 +318,20 @@ describe("webhooks", () => {
 
   it("refuses sinks at private and metadata addresses, and malformed ones, as INVALID_ARGUMENT on sink", async () => {
     const { org } = await orgWithIdentity("events-sinks");
-    for (const sink of ["https://10.0.0.1/hook", "https://169.254.169.254/latest/meta-data", "https://[::ffff:10.0.0.1]/", "ftp://example.com/", "not a url", "https://user:pw@example.com/"]) {
+    for (const sink of [
+      "https://10.0.0.1/hook",
+      "https://169.254.169.254/latest/meta-data",
+      "https://[::ffff:10.0.0.1]/",
+      "ftp://example.com/",
+      "not a url",
+      "https://user:pw@example.com/",
+    ]) {
       expectInvalid(await call("POST", `/events/v2beta1/subscriptions/${org}`, { sink }), "sink");
     }
-    expectInvalid(await call("POST", `/events/v2beta1/subscriptions/${org}`, { sink: "https://example.com/", types: ["Bad Type"] }), "types[0]");
+    expectInvalid(
+      await call("POST", `/events/v2beta1/subscriptions/${org}`, { sink: "https://example.com/", types: ["Bad Type"] }),
+      "types[0]",
+    );
     expectInvalid(await call("POST", `/events/v2beta1/subscriptions/${org}`, { sink: "https://example.com/\u0000" }), "sink");
     const made = await subscribe(org, "https://example.com/hook");
     expectInvalid(await call("PATCH", `/events/v2beta1/subscriptions/${uidOf(made)}`, { sink: "https://169.254.169.254/" }), "sink");
@@ -328,7 +353,14 @@ describe("webhooks", () => {
 
   it("needs events.list where it sends from, beside subscriptions.create: a subscription is a way to read events", async () => {
     const { org, identity } = await orgWithIdentity("events-ceiling");
-    const role = uidOf(await ok(call("POST", `/iam/v2beta1/roles/${org}`, { name: "hooker", capabilities: ["subscriptions.create", "subscriptions.update", "subscriptions.list"] })));
+    const role = uidOf(
+      await ok(
+        call("POST", `/iam/v2beta1/roles/${org}`, {
+          name: "hooker",
+          capabilities: ["subscriptions.create", "subscriptions.update", "subscriptions.list"],
+        }),
+      ),
+    );
     await ok(bind(call, org, identity, role));
     const hooker = restClient(server.url, (await server.app.tokens.mint(identity, server.app.urls.baseUrl)).token);
     const refused = await hooker("POST", `/events/v2beta1/subscriptions/${org}`, { sink: "https://example.com/hook" });
@@ -336,7 +368,11 @@ describe("webhooks", () => {
     expect(refused.body["message"]).toContain("events.list");
     const made = await subscribe(org, "https://example.com/hook");
     expect((await hooker("PATCH", `/events/v2beta1/subscriptions/${uidOf(made)}`, { description: "mine now" })).status).toBe(403);
-    await ok(call("PATCH", `/iam/v2beta1/roles/${role}?updateMask=capabilities`, { capabilities: ["subscriptions.create", "subscriptions.update", "subscriptions.list", "events.list"] }));
+    await ok(
+      call("PATCH", `/iam/v2beta1/roles/${role}?updateMask=capabilities`, {
+        capabilities: ["subscriptions.create", "subscriptions.update", "subscriptions.list", "events.list"],
+      }),
+    );
     expect((await hooker("PATCH", `/events/v2beta1/subscriptions/${uidOf(made)}`, { description: "mine now" })).status).toBe(200);
     expect((await hooker("POST", `/events/v2beta1/subscriptions/${org}`, { sink: "https://example.com/hook" })).status).toBe(200);
   });
@@ -350,7 +386,10 @@ describe("webhooks", () => {
     // 45 at the organization and 10 in a group below, at once: exactly the limit is made, whatever
     // the order in which they run (they race on PostgreSQL; PGlite runs one transaction at a
     // time). Nesting groups does not give more.
-    const results = await Promise.all([...Array.from({ length: 45 }, () => create(org)), ...Array.from({ length: 10 }, () => create(team))]);
+    const results = await Promise.all([
+      ...Array.from({ length: 45 }, () => create(org)),
+      ...Array.from({ length: 10 }, () => create(team)),
+    ]);
     expect(results.filter((r) => r.status === 200)).toHaveLength(MAX_SUBSCRIPTIONS_PER_ORGANIZATION);
     const refused = results.filter((r) => r.status !== 200);
     expect(refused).toHaveLength(55 - MAX_SUBSCRIPTIONS_PER_ORGANIZATION);
@@ -359,7 +398,12 @@ describe("webhooks", () => {
       expect(r.body["code"]).toBe(8);
       expect(restDetail(r, "QuotaFailure")).toEqual({
         "@type": "type.googleapis.com/google.rpc.QuotaFailure",
-        violations: [{ subject: `organization ${org}`, description: expect.stringContaining(`at most ${MAX_SUBSCRIPTIONS_PER_ORGANIZATION} subscriptions`) }],
+        violations: [
+          {
+            subject: `organization ${org}`,
+            description: expect.stringContaining(`at most ${MAX_SUBSCRIPTIONS_PER_ORGANIZATION} subscriptions`),
+          },
+        ],
       });
     }
     const listed = await ok(call("GET", `/events/v2beta1/subscriptions?uidp.inRoot=${org}&pageSize=200`));
@@ -401,11 +445,19 @@ describe("WatchEvents", () => {
     })().catch((e: unknown) => {
       if (!(e instanceof ConnectError && e.code === Code.Canceled)) throw e;
     });
-    const grpcClient = grpcJsClient(`127.0.0.1:${server.app.port}`, "platform.events.v2beta1.EventsService", "platform/events/v2beta1/events.proto");
+    const grpcClient = grpcJsClient(
+      `127.0.0.1:${server.app.port}`,
+      "platform.events.v2beta1.EventsService",
+      "platform/events/v2beta1/events.proto",
+    );
     const md = new grpc.Metadata();
     md.set("authorization", `Bearer ${server.token}`);
     const viaGrpc: JsonObject[] = [];
-    const grpcStream = (grpcClient["WatchEvents"] as (req: unknown, md: grpc.Metadata) => grpc.ClientReadableStream<JsonObject>).call(grpcClient, { uidp: { in_root: org } }, md);
+    const grpcStream = (grpcClient["WatchEvents"] as (req: unknown, md: grpc.Metadata) => grpc.ClientReadableStream<JsonObject>).call(
+      grpcClient,
+      { uidp: { in_root: org } },
+      md,
+    );
     const grpcDone = new Promise<void>((resolve, reject) => {
       grpcStream.on("data", (e: JsonObject) => {
         viaGrpc.push(e);
@@ -420,7 +472,11 @@ describe("WatchEvents", () => {
     await Promise.all([stream, grpcDone]);
     grpcClient.close();
     // Replayed after the first event (the owner binding and the identity's creation), then the new repo.
-    expect(got.map((e) => e.type)).toEqual(["platform.iam.role_binding.created.v1", "platform.iam.identity.created.v1", "platform.registry.repo.created.v1"]);
+    expect(got.map((e) => e.type)).toEqual([
+      "platform.iam.role_binding.created.v1",
+      "platform.iam.identity.created.v1",
+      "platform.registry.repo.created.v1",
+    ]);
     expect(viaGrpc[0]).toMatchObject({ type: "platform.registry.repo.created.v1", subject: uidOf(repo), group: org });
   });
 
@@ -540,14 +596,23 @@ describe("WatchEvents", () => {
     const other = (await orgWithIdentity("events-watch-org-other")).org;
     const tokens: string[] = [];
     for (let i = 0; i < 4; i++) {
-      const identity = uidOf(await createIdentity(call, org, { name: `watcher-${i}`, claimMatch: { issuer: "https://issuer.example", subject: `watcher-${i}` } }));
+      const identity = uidOf(
+        await createIdentity(call, org, {
+          name: `watcher-${i}`,
+          claimMatch: { issuer: "https://issuer.example", subject: `watcher-${i}` },
+        }),
+      );
       await ok(bind(call, org, identity, "viewer"));
       tokens.push((await server.app.tokens.mint(identity, server.app.urls.baseUrl)).token);
     }
     // A person, as sign-in through the organization's identity provider makes one: root-level,
     // bound in the organization (here, and in another organization too).
     const person = await server.app.database.db.transaction((tx) =>
-      findOrCreatePersonIdentity(tx, { issuer: "https://idp.example", subject: "streamer", email: "", emailVerified: false, name: "streamer" }, new Date()),
+      findOrCreatePersonIdentity(
+        tx,
+        { issuer: "https://idp.example", subject: "streamer", email: "", emailVerified: false, name: "streamer" },
+        new Date(),
+      ),
     );
     await ok(bind(call, org, person, "viewer"));
     await ok(bind(call, other, person, "viewer"));
@@ -564,16 +629,24 @@ describe("WatchEvents", () => {
     };
     const before = server.app.eventHub.size;
     // Four identities with 16 streams each: the organization's 64.
-    const open = Array.from({ length: MAX_STREAMS_PER_ORGANIZATION }, (_, i) => firstOf(tokens[Math.floor(i / 16)]!, abort.signal).catch(() => undefined));
+    const open = Array.from({ length: MAX_STREAMS_PER_ORGANIZATION }, (_, i) =>
+      firstOf(tokens[Math.floor(i / 16)]!, abort.signal).catch(() => undefined),
+    );
     await opened(before + MAX_STREAMS_PER_ORGANIZATION);
     // The person, who has no stream open yet, is refused a stream of the organization, unscoped too.
     for (const scope of [org, ""]) {
-      const refused = await firstOf(personToken, AbortSignal.timeout(5_000), scope).then(() => undefined, (e: unknown) => e);
+      const refused = await firstOf(personToken, AbortSignal.timeout(5_000), scope).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(refused).toMatchObject({ code: Code.ResourceExhausted });
       expect((refused as ConnectError).rawMessage).toContain(`organization ${org}'s events`);
     }
     // Scoped to the other organization, or opened by a platform administrator, a stream is admitted.
-    const admitted = [firstOf(personToken, abort.signal, other).catch(() => undefined), firstOf(server.token, abort.signal).catch(() => undefined)];
+    const admitted = [
+      firstOf(personToken, abort.signal, other).catch(() => undefined),
+      firstOf(server.token, abort.signal).catch(() => undefined),
+    ];
     await opened(before + MAX_STREAMS_PER_ORGANIZATION + 2);
     abort.abort();
     await Promise.all([...open, ...admitted]);
@@ -607,7 +680,10 @@ describe("WatchEvents on a server that holds 2 streams (PLATFORM_MAX_EVENT_STREA
       const open = [firstOf(abort.signal).catch(() => undefined), firstOf(abort.signal).catch(() => undefined)];
       await opened(2);
       // A platform administrator counts in no organization, and has 14 of its own left: only the server's cap refuses.
-      const refused = await firstOf().then(() => undefined, (e: unknown) => e);
+      const refused = await firstOf().then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(refused).toBeInstanceOf(ConnectError);
       expect(refused).toMatchObject({ code: Code.ResourceExhausted });
       expect((refused as ConnectError).findDetails(QuotaFailureSchema)[0]?.violations[0]).toMatchObject({ subject: "server" });

@@ -28,7 +28,8 @@ async function callerWith(capabilities: string[]) {
 /** The grants cache's lookups so far, from /metrics. */
 async function lookups(): Promise<{ hit: number; miss: number }> {
   const text = await (await fetch(`${server.url}/metrics`)).text();
-  const count = (result: string) => Number(new RegExp(`^platform_grants_cache_lookups_total\\{result="${result}"\\} (\\d+)$`, "m").exec(text)?.[1] ?? 0);
+  const count = (result: string) =>
+    Number(new RegExp(`^platform_grants_cache_lookups_total\\{result="${result}"\\} (\\d+)$`, "m").exec(text)?.[1] ?? 0);
   return { hit: count("hit"), miss: count("miss") };
 }
 
@@ -54,7 +55,14 @@ describe("grants cache", () => {
   });
 
   it("keeps a caller's grants across writes that grant nothing (on PostgreSQL the writing replica clears its own after an IAM write)", async () => {
-    const { org, call } = await callerWith(["groups.list", "groups.create", "roles.create", "repo.create", "subscriptions.create", "events.list"]);
+    const { org, call } = await callerWith([
+      "groups.list",
+      "groups.create",
+      "roles.create",
+      "repo.create",
+      "subscriptions.create",
+      "events.list",
+    ]);
     const read = () => ok(call("GET", `/iam/v2beta1/groups/${org}`));
     await read();
     // Whether the writing replica clears its cache: on PostgreSQL after an IAM write (its NOTIFY may come
@@ -64,7 +72,12 @@ describe("grants cache", () => {
       ["a repo", () => ok(call("POST", `/registry/v2beta1/repos/${org}`, { name: "app" })), false],
       // A new role is bound to nobody: creating one changes no one's grants (no NOTIFY), but it is an IAM write.
       ["a role", () => createRole(call, org, { name: "spare", capabilities: ["groups.list"] }), true],
-      ["a subscription", () => ok(call("POST", `/events/v2beta1/subscriptions/${org}`, { sink: "https://example.com/hook", types: ["platform.test.never."] })), false],
+      [
+        "a subscription",
+        () =>
+          ok(call("POST", `/events/v2beta1/subscriptions/${org}`, { sink: "https://example.com/hook", types: ["platform.test.never."] })),
+        false,
+      ],
     ];
     for (const [what, write, iam] of writes) {
       await write();

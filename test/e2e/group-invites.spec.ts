@@ -70,7 +70,10 @@ describe("group invites over REST", () => {
     expect(list.body["groupInvites"]).toEqual([withoutCode]);
     expect(JSON.stringify(list.body)).not.toContain(code);
 
-    const [row] = await server.app.database.db.select().from(schema.groupInvites).where(eq(schema.groupInvites.uid, created["uid"] as string));
+    const [row] = await server.app.database.db
+      .select()
+      .from(schema.groupInvites)
+      .where(eq(schema.groupInvites.uid, created["uid"] as string));
     expect(row).toBeDefined();
     for (const value of Object.values(row!)) expect(String(value)).not.toContain(code);
     expect(row!.codeHash).toBe(createHash("sha256").update(code).digest("hex"));
@@ -140,7 +143,8 @@ describe("group invites over REST", () => {
     const first = await invite(root, { roleUid: "viewer", ttl: "60s" });
     server.clock.advance(1000);
     const second = await invite(child, { roleUid: "viewer", ttl: "60s" });
-    const uids = async (query: string) => ((await call("GET", `${BASE}?${query}`)).body["groupInvites"] as JsonObject[]).map((i) => i["uid"]);
+    const uids = async (query: string) =>
+      ((await call("GET", `${BASE}?${query}`)).body["groupInvites"] as JsonObject[]).map((i) => i["uid"]);
     expect(await uids(`uidp.descendants_of=${root}&order_by=create_time%20desc`)).toEqual([second["uid"], first["uid"]]);
     expect(await uids(`uidp.children_of=${root}`)).toEqual([first["uid"]]);
     expectInvalid(await call("GET", `${BASE}?order_by=name`), "order_by");
@@ -166,7 +170,10 @@ describe("group invites over gRPC (@grpc/grpc-js)", () => {
 
   it("returns the code on create only, with the role hydrated", async () => {
     const g = await group("inv-grpc");
-    const created = await rpc<JsonObject>("CreateGroupInvite", { parent: g, group_invite: { role_uid: "viewer", ttl: { seconds: "120" } } });
+    const created = await rpc<JsonObject>("CreateGroupInvite", {
+      parent: g,
+      group_invite: { role_uid: "viewer", ttl: { seconds: "120" } },
+    });
     expect(created["code"]).toMatch(CODE);
     expect(created["role"]).toEqual(VIEWER);
     const got = await rpc<JsonObject>("GetGroupInvite", { uid: created["uid"] });
@@ -182,7 +189,9 @@ describe("group invites over gRPC (@grpc/grpc-js)", () => {
 
   it("names the ttl in its error", async () => {
     const g = await group("inv-grpc-bad");
-    const err = await failure(rpc("CreateGroupInvite", { parent: g, group_invite: { role_uid: "viewer", ttl: { seconds: String(31 * 86400) } } }));
+    const err = await failure(
+      rpc("CreateGroupInvite", { parent: g, group_invite: { role_uid: "viewer", ttl: { seconds: String(31 * 86400) } } }),
+    );
     expect(err.code).toBe(3);
     expect(grpcStatusDetails(err).message).toMatch(/^Invalid argument: ttl: /);
   });
@@ -192,7 +201,10 @@ describe("group invites over Connect", () => {
   it("returns the code on create only, with the role hydrated", async () => {
     const client = connectClient(GroupInvitesService, server.url, server.token);
     const g = await group("inv-connect");
-    const created = await client.createGroupInvite({ parent: g, groupInvite: { roleUid: "viewer", ttl: { seconds: 60n }, singleUse: true } });
+    const created = await client.createGroupInvite({
+      parent: g,
+      groupInvite: { roleUid: "viewer", ttl: { seconds: 60n }, singleUse: true },
+    });
     expect(created.code).toMatch(CODE);
     expect(created.ttl).toBeUndefined();
     expect(created.role).toMatchObject(VIEWER);

@@ -28,7 +28,10 @@ async function listAll(query: string, pageSize: number): Promise<{ names: string
   const pages: RestResponse[] = [];
   let token = "";
   for (let i = 0; i < 50; i++) {
-    const res = await call("GET", `/iam/v2beta1/groups?${query}&page_size=${pageSize}${token ? `&page_token=${encodeURIComponent(token)}` : ""}`);
+    const res = await call(
+      "GET",
+      `/iam/v2beta1/groups?${query}&page_size=${pageSize}${token ? `&page_token=${encodeURIComponent(token)}` : ""}`,
+    );
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     pages.push(res);
     names.push(...(res.body["groups"] as JsonObject[]).map((g) => g["name"] as string));
@@ -127,9 +130,7 @@ describe("groups over REST", () => {
       expect(res.body["totalCount"]).toBe("7");
       expect(res.body["skipped"]).toBe(0);
       expect(res.body["nextPageToken"]).toBe("");
-      expect((res.body["groups"] as JsonObject[]).map((g) => g["uid"])).toEqual(
-        created.map((g) => g["uid"] as string).sort(),
-      );
+      expect((res.body["groups"] as JsonObject[]).map((g) => g["uid"])).toEqual(created.map((g) => g["uid"] as string).sort());
     });
 
     it.each([
@@ -166,7 +167,10 @@ describe("groups over REST", () => {
     it("applies skip after the cursor position", async () => {
       const first = await call("GET", `/iam/v2beta1/groups?uidp.children_of=${root["uid"]}&order_by=name&page_size=2`);
       const token = first.body["nextPageToken"] as string;
-      const res = await call("GET", `/iam/v2beta1/groups?uidp.children_of=${root["uid"]}&order_by=name&page_size=2&skip=2&page_token=${encodeURIComponent(token)}`);
+      const res = await call(
+        "GET",
+        `/iam/v2beta1/groups?uidp.children_of=${root["uid"]}&order_by=name&page_size=2&skip=2&page_token=${encodeURIComponent(token)}`,
+      );
       expect((res.body["groups"] as JsonObject[]).map((g) => g["name"])).toEqual(["echo", "foxtrot"]);
       expect(res.body["skipped"]).toBe(2);
     });
@@ -185,7 +189,9 @@ describe("groups over REST", () => {
       expect(await q(`uidp.descendants_of=${root["uid"]}`)).toEqual([...names, "alphabet"].sort());
       expect(await q(`uidp.descendantsOf=${root["uid"]}`)).toEqual([...names, "alphabet"].sort());
       expect(await q(`uidp.children_of=${root["uid"]}`)).toEqual([...names].sort());
-      const grandchild = (await call("GET", `/iam/v2beta1/groups?uidp.descendants_of=${root["uid"]}&name=alphabet`)).body["groups"] as JsonObject[];
+      const grandchild = (await call("GET", `/iam/v2beta1/groups?uidp.descendants_of=${root["uid"]}&name=alphabet`)).body[
+        "groups"
+      ] as JsonObject[];
       expect(await q(`uidp.ancestors_of=${grandchild[0]!["uid"]}`)).toEqual(["alpha", "list-root"]);
       expect(await q(`uidp.in_root=${root["uid"]}`)).toEqual([...names, "alphabet", "list-root"].sort());
       expect(await q(`uidp.ids=${created[0]!["uid"]}&uidp.ids=${created[2]!["uid"]}`)).toEqual(["delta", "echo"]);
@@ -197,7 +203,10 @@ describe("groups over REST", () => {
       expect(token).not.toBe("");
       server.clock.advance(3 * 24 * 3600 * 1000 + 60_000);
       call = restClient(server.url, await server.renewToken());
-      const again = await call("GET", `/iam/v2beta1/groups?uidp.children_of=${root["uid"]}&order_by=name&page_size=2&page_token=${encodeURIComponent(token)}`);
+      const again = await call(
+        "GET",
+        `/iam/v2beta1/groups?uidp.children_of=${root["uid"]}&order_by=name&page_size=2&page_token=${encodeURIComponent(token)}`,
+      );
       expect(again.status).toBe(200);
       expect(again.body["groups"]).toEqual(first.body["groups"]);
       expect(again.body["totalCount"]).toBe("7");
@@ -207,14 +216,24 @@ describe("groups over REST", () => {
       const first = await call("GET", `/iam/v2beta1/groups?uidp.children_of=${root["uid"]}&order_by=name&page_size=2`);
       const token = first.body["nextPageToken"] as string;
       const [body, sig] = token.split(".");
-      const forged = Buffer.from(Buffer.from(body!, "base64url").toString().replace(/"n":"7"/, '"n":"99"')).toString("base64url");
+      const forged = Buffer.from(
+        Buffer.from(body!, "base64url")
+          .toString()
+          .replace(/"n":"7"/, '"n":"99"'),
+      ).toString("base64url");
       for (const bad of [`${forged}.${sig}`, "garbage", `${body}.AAAA`]) {
-        const res = await call("GET", `/iam/v2beta1/groups?uidp.children_of=${root["uid"]}&order_by=name&page_size=2&page_token=${encodeURIComponent(bad)}`);
+        const res = await call(
+          "GET",
+          `/iam/v2beta1/groups?uidp.children_of=${root["uid"]}&order_by=name&page_size=2&page_token=${encodeURIComponent(bad)}`,
+        );
         expect(res.status).toBe(400);
         expect(res.body["code"]).toBe(3);
         expect(detail(res, "BadRequest")!["fieldViolations"]).toEqual([expect.objectContaining({ field: "page_token" })]);
       }
-      const other = await call("GET", `/iam/v2beta1/groups?uidp.children_of=${root["uid"]}&order_by=name%20desc&page_token=${encodeURIComponent(token)}`);
+      const other = await call(
+        "GET",
+        `/iam/v2beta1/groups?uidp.children_of=${root["uid"]}&order_by=name%20desc&page_token=${encodeURIComponent(token)}`,
+      );
       expect(other.status).toBe(400);
       expect(detail(other, "BadRequest")!["fieldViolations"]).toEqual([expect.objectContaining({ field: "page_token" })]);
     });
@@ -264,7 +283,13 @@ describe("groups over REST", () => {
       const g = await createGroup({ name: "upd-echo", description: "before" });
       const res = await call("PATCH", `/iam/v2beta1/groups/${g["uid"]}`, { ...g, description: "after", verified: true });
       expect(res.status, JSON.stringify(res.body)).toBe(200);
-      expect(res.body).toMatchObject({ uid: g["uid"], name: "upd-echo", description: "after", verified: false, createTime: g["createTime"] });
+      expect(res.body).toMatchObject({
+        uid: g["uid"],
+        name: "upd-echo",
+        description: "after",
+        verified: false,
+        createTime: g["createTime"],
+      });
     });
 
     it("treats a field present with an empty value as a change", async () => {
@@ -320,9 +345,7 @@ describe("groups over REST", () => {
       expect(res.status).toBe(400);
       expect(res.body["code"]).toBe(9);
       expect(res.body["message"]).toMatch(/^Precondition failed: /);
-      expect(detail(res, "PreconditionFailure")!["violations"]).toEqual([
-        expect.objectContaining({ type: "RESOURCE_NOT_EMPTY" }),
-      ]);
+      expect(detail(res, "PreconditionFailure")!["violations"]).toEqual([expect.objectContaining({ type: "RESOURCE_NOT_EMPTY" })]);
       expect(detail(res, "ErrorInfo")).toMatchObject({ reason: "FAILED_PRECONDITION", domain: "iam.localhost" });
 
       const delChild = await call("DELETE", `/iam/v2beta1/groups/${child["uid"]}`);

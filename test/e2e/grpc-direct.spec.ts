@@ -115,8 +115,14 @@ describe("gRPC unary calls, direct or through connect-es's handler", () => {
     const check = envelope(toBinary(HealthCheckRequestSchema, create(HealthCheckRequestSchema, { service: "" })));
     const grpc = await same("/grpc.health.v1.Health/Check", check);
     expect(grpc.trailers["grpc-status"]).toBe("0");
-    expect(fromBinary(HealthCheckResponseSchema, Buffer.from(grpc.body, "hex").subarray(5)).status).toBe(HealthCheckResponse_ServingStatus.SERVING);
-    const connect = await fetch(`${server.url}/grpc.health.v1.Health/Check`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    expect(fromBinary(HealthCheckResponseSchema, Buffer.from(grpc.body, "hex").subarray(5)).status).toBe(
+      HealthCheckResponse_ServingStatus.SERVING,
+    );
+    const connect = await fetch(`${server.url}/grpc.health.v1.Health/Check`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
     expect(connect.status).toBe(200);
     expect(await connect.json()).toEqual({ status: "SERVING" });
   });

@@ -5,7 +5,17 @@ import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { IdentitiesService } from "../../gen/platform/iam/v2beta1/identities_pb.js";
 import { connectClient, grpcStatusDetails, type JsonObject, type RestClient } from "../support/clients.js";
 import { grpcSuite } from "../support/grpc-suite.js";
-import { TIMESTAMP, bootstrapIdentityUid, createGroup, createIdentity, expectHeldUntilDeleted, expectInvalid, ok, restDetail, uidOf } from "../support/rest-iam.js";
+import {
+  TIMESTAMP,
+  bootstrapIdentityUid,
+  createGroup,
+  createIdentity,
+  expectHeldUntilDeleted,
+  expectInvalid,
+  ok,
+  restDetail,
+  uidOf,
+} from "../support/rest-iam.js";
 import type { TestServer } from "../support/server.js";
 import { sharedServerAsAdmin } from "../support/shared-server.js";
 
@@ -36,7 +46,14 @@ describe("identities over REST", () => {
       name: "ci",
       description: "the CI robot",
       lastSeenTime: identity["createTime"],
-      claimMatch: { issuer: GITHUB, subject: "repo:acme/app:ref:refs/heads/main", issuerPattern: "", subjectPattern: "", audience: "", audiencePattern: "" },
+      claimMatch: {
+        issuer: GITHUB,
+        subject: "repo:acme/app:ref:refs/heads/main",
+        issuerPattern: "",
+        subjectPattern: "",
+        audience: "",
+        audiencePattern: "",
+      },
       createTime: identity["createTime"],
       updateTime: identity["createTime"],
     });
@@ -48,7 +65,11 @@ describe("identities over REST", () => {
     const org = await createGroup(call, "identity-patterns");
     const identity = await createIdentity(call, uidOf(org), {
       name: "any branch",
-      claimMatch: { issuerPattern: "https://token\\.actions\\.githubusercontent\\.com", subjectPattern: "repo:acme/.*", audience: "sts.example" },
+      claimMatch: {
+        issuerPattern: "https://token\\.actions\\.githubusercontent\\.com",
+        subjectPattern: "repo:acme/.*",
+        audience: "sts.example",
+      },
       lastSeenTime: "2001-01-01T00:00:00Z",
       uid: "chosen",
     });
@@ -70,17 +91,62 @@ describe("identities over REST", () => {
     ["an empty name", { name: "" }, "name", "is required"],
     ["a long name", { name: "x".repeat(201) }, "name", "must be at most 200 characters"],
     ["a long description", { name: "n", description: "x".repeat(4097) }, "description", "must be at most 4096 characters"],
-    ["a subject pattern that does not compile", { name: "n", claimMatch: { subjectPattern: "repo:(acme" } }, "claim_match.subject_pattern", undefined],
-    ["an issuer pattern that does not compile", { name: "n", claimMatch: { issuerPattern: "[z-a]" } }, "claim_match.issuer_pattern", undefined],
-    ["an issuer pattern open to any host", { name: "n", claimMatch: { issuerPattern: "https://.*" } }, "claim_match.issuer_pattern", ISSUER_PATTERN_OPEN],
-    ["an issuer pattern whose host varies", { name: "n", claimMatch: { issuerPattern: "https://[a-z]+\\.example\\.com/.*" } }, "claim_match.issuer_pattern", ISSUER_PATTERN_OPEN],
-    ["an issuer pattern whose host could go on", { name: "n", claimMatch: { issuerPattern: "https://idp\\.example\\.com.*" } }, "claim_match.issuer_pattern", ISSUER_PATTERN_OPEN],
-    ["a pattern that would escape the anchors", { name: "n", claimMatch: { subjectPattern: "a)|(b" } }, "claim_match.subject_pattern", undefined],
-    ["a long pattern", { name: "n", claimMatch: { subjectPattern: "a".repeat(513) } }, "claim_match.subject_pattern", "must be at most 512 characters"],
+    [
+      "a subject pattern that does not compile",
+      { name: "n", claimMatch: { subjectPattern: "repo:(acme" } },
+      "claim_match.subject_pattern",
+      undefined,
+    ],
+    [
+      "an issuer pattern that does not compile",
+      { name: "n", claimMatch: { issuerPattern: "[z-a]" } },
+      "claim_match.issuer_pattern",
+      undefined,
+    ],
+    [
+      "an issuer pattern open to any host",
+      { name: "n", claimMatch: { issuerPattern: "https://.*" } },
+      "claim_match.issuer_pattern",
+      ISSUER_PATTERN_OPEN,
+    ],
+    [
+      "an issuer pattern whose host varies",
+      { name: "n", claimMatch: { issuerPattern: "https://[a-z]+\\.example\\.com/.*" } },
+      "claim_match.issuer_pattern",
+      ISSUER_PATTERN_OPEN,
+    ],
+    [
+      "an issuer pattern whose host could go on",
+      { name: "n", claimMatch: { issuerPattern: "https://idp\\.example\\.com.*" } },
+      "claim_match.issuer_pattern",
+      ISSUER_PATTERN_OPEN,
+    ],
+    [
+      "a pattern that would escape the anchors",
+      { name: "n", claimMatch: { subjectPattern: "a)|(b" } },
+      "claim_match.subject_pattern",
+      undefined,
+    ],
+    [
+      "a long pattern",
+      { name: "n", claimMatch: { subjectPattern: "a".repeat(513) } },
+      "claim_match.subject_pattern",
+      "must be at most 512 characters",
+    ],
     ["a long issuer", { name: "n", claimMatch: { issuer: "a".repeat(1025) } }, "claim_match.issuer", "must be at most 1024 characters"],
     // issuer and subject share an index entry: bytes count, not characters.
-    ["an issuer over 1024 bytes", { name: "n", claimMatch: { issuer: "é".repeat(513) } }, "claim_match.issuer", "must be at most 1024 bytes in UTF-8"],
-    ["an audience pattern that does not compile", { name: "n", claimMatch: { audiencePattern: "(" } }, "claim_match.audience_pattern", undefined],
+    [
+      "an issuer over 1024 bytes",
+      { name: "n", claimMatch: { issuer: "é".repeat(513) } },
+      "claim_match.issuer",
+      "must be at most 1024 bytes in UTF-8",
+    ],
+    [
+      "an audience pattern that does not compile",
+      { name: "n", claimMatch: { audiencePattern: "(" } },
+      "claim_match.audience_pattern",
+      undefined,
+    ],
     ["a backreference (not in RE2)", { name: "n", claimMatch: { subjectPattern: "(a)\\1" } }, "claim_match.subject_pattern", undefined],
   ])("refuses %s", async (_label, body, field, description) => {
     const org = await createGroup(call, `bad-${field}-${Math.random().toString(16).slice(2, 8)}`);
@@ -99,7 +165,11 @@ describe("identities over REST", () => {
 
   it("updates the fields in the body, or exactly those in the mask", async () => {
     const org = await createGroup(call, "identity-update");
-    const identity = await createIdentity(call, uidOf(org), { name: "svc", description: "d", claimMatch: { issuer: GITHUB, subject: "a" } });
+    const identity = await createIdentity(call, uidOf(org), {
+      name: "svc",
+      description: "d",
+      claimMatch: { issuer: GITHUB, subject: "a" },
+    });
     const path = `/iam/v2beta1/identities/${uidOf(identity)}`;
     server.clock.advance(5000);
 
@@ -114,13 +184,17 @@ describe("identities over REST", () => {
     const subject = await ok(call("PATCH", path, { claimMatch: { subject: "b" } }));
     expect(subject["claimMatch"]).toMatchObject({ issuer: GITHUB, subject: "b" });
 
-    const masked = await ok(call("PATCH", `${path}?updateMask=claim_match.subject_pattern`, { name: "ignored", claimMatch: { subjectPattern: "b-.*" } }));
+    const masked = await ok(
+      call("PATCH", `${path}?updateMask=claim_match.subject_pattern`, { name: "ignored", claimMatch: { subjectPattern: "b-.*" } }),
+    );
     expect(masked).toMatchObject({ name: "svc", claimMatch: { issuer: GITHUB, subject: "b", subjectPattern: "b-.*" } });
 
     expectInvalid(await call("PATCH", `${path}?updateMask=last_seen_time`, {}), "update_mask");
     expectInvalid(await call("PATCH", path, { name: "" }), "name");
     expectInvalid(await call("PATCH", path, { claimMatch: { issuerPattern: "(" } }), "claim_match.issuer_pattern");
-    expect(expectInvalid(await call("PATCH", path, { claimMatch: { issuerPattern: "https://.*" } }), "claim_match.issuer_pattern")).toBe(ISSUER_PATTERN_OPEN);
+    expect(expectInvalid(await call("PATCH", path, { claimMatch: { issuerPattern: "https://.*" } }), "claim_match.issuer_pattern")).toBe(
+      ISSUER_PATTERN_OPEN,
+    );
     expect(await ok(call("GET", path))).toEqual(masked);
     expect((await call("PATCH", `/iam/v2beta1/identities/${uidOf(org)}/0000000000000000`, { name: "x" })).status).toBe(404);
   });
@@ -137,7 +211,10 @@ describe("identities over REST", () => {
     expect(names(await list(`uidp.descendants_of=${uidOf(org)}&order_by=name%20desc`))).toEqual(["c", "b", "a"]);
     expect(names(await list(`uidp.in_root=${uidOf(org)}&name=c`))).toEqual(["c"]);
     expect(names(await list(`uidp.in_root=${uidOf(org)}&name=C`))).toEqual([]);
-    expect(names(await list(`uidp.in_root=${uidOf(org)}&claim_match.issuer=${encodeURIComponent(GITHUB)}&order_by=name`))).toEqual(["a", "b"]);
+    expect(names(await list(`uidp.in_root=${uidOf(org)}&claim_match.issuer=${encodeURIComponent(GITHUB)}&order_by=name`))).toEqual([
+      "a",
+      "b",
+    ]);
     expect(names(await list(`uidp.in_root=${uidOf(org)}&claimMatch.subject=repo:acme/one&order_by=name`))).toEqual(["b", "c"]);
     expect(
       names(await list(`claim_match.issuer=${encodeURIComponent(GITHUB)}&claim_match.subject=repo:acme/one&uidp.in_root=${uidOf(org)}`)),
@@ -147,7 +224,9 @@ describe("identities over REST", () => {
     const first = await list(`uidp.in_root=${uidOf(org)}&order_by=name&page_size=2`);
     expect(names(first)).toEqual(["a", "b"]);
     expect(first["totalCount"]).toBe("3");
-    const next = await list(`uidp.in_root=${uidOf(org)}&order_by=name&page_size=2&page_token=${encodeURIComponent(first["nextPageToken"] as string)}`);
+    const next = await list(
+      `uidp.in_root=${uidOf(org)}&order_by=name&page_size=2&page_token=${encodeURIComponent(first["nextPageToken"] as string)}`,
+    );
     expect(names(next)).toEqual(["c"]);
     expect(next["nextPageToken"]).toBe("");
     // A token is bound to its filters, the claim filters included.
@@ -178,7 +257,14 @@ describe("identities over gRPC (@grpc/grpc-js)", () => {
     uid: string;
     name: string;
     description: string;
-    claim_match: { issuer: string; subject: string; issuer_pattern: string; subject_pattern: string; audience: string; audience_pattern: string } | null;
+    claim_match: {
+      issuer: string;
+      subject: string;
+      issuer_pattern: string;
+      subject_pattern: string;
+      audience: string;
+      audience_pattern: string;
+    } | null;
     last_seen_time: { seconds: string; nanos: number } | null;
   }
   const { rpc, failure } = grpcSuite(() => server, "platform.iam.v2beta1.IdentitiesService", "platform/iam/v2beta1/identities.proto");
@@ -190,17 +276,30 @@ describe("identities over gRPC (@grpc/grpc-js)", () => {
       identity: { name: "robot", claim_match: { issuer: GITHUB, subject_pattern: "repo:acme/.*" } },
     });
     expect(created.uid.startsWith(`${uidOf(org)}/`)).toBe(true);
-    expect(created.claim_match).toEqual({ issuer: GITHUB, subject: "", issuer_pattern: "", subject_pattern: "repo:acme/.*", audience: "", audience_pattern: "" });
+    expect(created.claim_match).toEqual({
+      issuer: GITHUB,
+      subject: "",
+      issuer_pattern: "",
+      subject_pattern: "repo:acme/.*",
+      audience: "",
+      audience_pattern: "",
+    });
     expect(created.last_seen_time?.seconds).toMatch(/^\d+$/);
     expect(await rpc<IdentityMsg>("GetIdentity", { uid: created.uid })).toEqual(created);
 
     const list = await rpc<{ identities: IdentityMsg[]; total_count: string }>("ListIdentities", { uidp: { children_of: uidOf(org) } });
     expect(list.identities.map((i) => i.uid)).toEqual([created.uid]);
     expect(list.total_count).toBe("1");
-    const byIssuer = await rpc<{ identities: IdentityMsg[] }>("ListIdentities", { uidp: { children_of: uidOf(org) }, claim_match: { issuer: "https://other" } });
+    const byIssuer = await rpc<{ identities: IdentityMsg[] }>("ListIdentities", {
+      uidp: { children_of: uidOf(org) },
+      claim_match: { issuer: "https://other" },
+    });
     expect(byIssuer.identities).toEqual([]);
 
-    const updated = await rpc<IdentityMsg>("UpdateIdentity", { identity: { uid: created.uid, description: "new" }, update_mask: { paths: ["description"] } });
+    const updated = await rpc<IdentityMsg>("UpdateIdentity", {
+      identity: { uid: created.uid, description: "new" },
+      update_mask: { paths: ["description"] },
+    });
     expect(updated).toMatchObject({ name: "robot", description: "new" });
 
     await rpc("DeleteIdentity", { uid: created.uid });
@@ -209,7 +308,9 @@ describe("identities over gRPC (@grpc/grpc-js)", () => {
 
   it("refuses a bad pattern and a missing parent with typed details", async () => {
     const org = await createGroup(call, "grpc-identity-errors");
-    const err = await failure(rpc("CreateIdentity", { parent: uidOf(org), identity: { name: "x", claim_match: { subject_pattern: "(" } } }));
+    const err = await failure(
+      rpc("CreateIdentity", { parent: uidOf(org), identity: { name: "x", claim_match: { subject_pattern: "(" } } }),
+    );
     expect(err.code).toBe(grpc.status.INVALID_ARGUMENT);
     expect(grpcStatusDetails(err).details.find((d) => d.type === "google.rpc.BadRequest")?.value).toMatchObject({
       fieldViolations: [{ field: "claim_match.subject_pattern" }],
@@ -224,7 +325,10 @@ describe("identities over Connect", () => {
   it("creates and lists, with typed errors", async () => {
     const org = await createGroup(call, "connect-identities");
     const client = connectClient(IdentitiesService, server.url, server.token);
-    const identity = await client.createIdentity({ parent: uidOf(org), identity: { name: "svc", claimMatch: { issuer: GITHUB, subject: "s" } } });
+    const identity = await client.createIdentity({
+      parent: uidOf(org),
+      identity: { name: "svc", claimMatch: { issuer: GITHUB, subject: "s" } },
+    });
     expect(identity.lastSeenTime).toBeDefined();
     expect(identity.claimMatch).toMatchObject({ issuer: GITHUB, subject: "s" });
     const list = await client.listIdentities({ uidp: { childrenOf: uidOf(org) }, claimMatch: { subject: "s" } });

@@ -95,7 +95,9 @@ describe("identity providers over REST", () => {
     expect(await storedSecret(uid)).toBe("for-the-new-issuer");
     await ok(call("PATCH", `${BASE}/${uid}?updateMask=oidc.client_id`, { oidc: { clientId: "another-client" } }));
     expect(await storedSecret(uid)).toBe("");
-    await ok(call("PATCH", `${BASE}/${uid}?updateMask=oidc.client_id,oidc.client_secret`, { oidc: { clientId: "third", clientSecret: "s3" } }));
+    await ok(
+      call("PATCH", `${BASE}/${uid}?updateMask=oidc.client_id,oidc.client_secret`, { oidc: { clientId: "third", clientSecret: "s3" } }),
+    );
     expect(await storedSecret(uid)).toBe("s3");
   });
 
@@ -115,15 +117,14 @@ describe("identity providers over REST", () => {
     expect(await storedSecret(uid)).toBe("");
   });
 
-  it.each([
-    ["http://localhost:8080/realms/dev"],
-    ["http://127.0.0.1:9000"],
-    ["https://login.example.com/tenant/v2.0"],
-  ])("accepts the issuer %s", async (issuer) => {
-    const g = await group("idp-issuer-ok");
-    const p = await createProvider(g, { name: "ok", oidc: { issuer, clientId: "c" } });
-    expect((p["oidc"] as JsonObject)["issuer"]).toBe(issuer);
-  });
+  it.each([["http://localhost:8080/realms/dev"], ["http://127.0.0.1:9000"], ["https://login.example.com/tenant/v2.0"]])(
+    "accepts the issuer %s",
+    async (issuer) => {
+      const g = await group("idp-issuer-ok");
+      const p = await createProvider(g, { name: "ok", oidc: { issuer, clientId: "c" } });
+      expect((p["oidc"] as JsonObject)["issuer"]).toBe(issuer);
+    },
+  );
 
   it.each<[string, JsonObject, string]>([
     ["a missing name", { oidc: oidc() }, "name"],
@@ -205,7 +206,11 @@ describe("identity providers over REST", () => {
 });
 
 describe("identity providers over gRPC (@grpc/grpc-js)", () => {
-  const { rpc, failure } = grpcSuite(() => server, "platform.iam.v2beta1.IdentityProvidersService", "platform/iam/v2beta1/identity_providers.proto");
+  const { rpc, failure } = grpcSuite(
+    () => server,
+    "platform.iam.v2beta1.IdentityProvidersService",
+    "platform/iam/v2beta1/identity_providers.proto",
+  );
 
   it("never returns the secret: create, get, list, update", async () => {
     const g = await group("idp-grpc");
@@ -240,7 +245,10 @@ describe("identity providers over gRPC (@grpc/grpc-js)", () => {
   it("types its errors", async () => {
     const g = await group("idp-grpc-bad");
     const err = await failure(
-      rpc("CreateIdentityProvider", { parent: g, identity_provider: { name: "n", oidc: { issuer: "http://evil.example", client_id: "c" } } }),
+      rpc("CreateIdentityProvider", {
+        parent: g,
+        identity_provider: { name: "n", oidc: { issuer: "http://evil.example", client_id: "c" } },
+      }),
     );
     expect(err.code).toBe(3);
     const status = grpcStatusDetails(err);

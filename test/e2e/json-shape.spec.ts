@@ -15,13 +15,18 @@ beforeAll(async () => {
   server = await startTestServer();
   const rest = restClient(server.url, server.token);
   org = (await rest("POST", "/iam/v2beta1/groups", { name: "json-shape" })).body;
-  for (let i = 0; i < 40; i++) await rest("POST", `/iam/v2beta1/groups/${String(org["uid"])}`, { name: `child ${i}`, description: "x".repeat(20) });
+  for (let i = 0; i < 40; i++)
+    await rest("POST", `/iam/v2beta1/groups/${String(org["uid"])}`, { name: `child ${i}`, description: "x".repeat(20) });
 });
 afterAll(async () => {
   await server?.stop();
 });
 
-async function connect(method: string, message: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Buffer; headers: Headers }> {
+async function connect(
+  method: string,
+  message: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Buffer; headers: Headers }> {
   const res = await fetch(`${server.url}/${method}`, {
     method: "POST",
     headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json", ...headers },
@@ -98,7 +103,9 @@ describe("one JSON shape", () => {
     const uid = String(org["uid"]);
     const big = { uidp: { childrenOf: uid }, pageSize: 40 };
     const encodingFor = async (acceptEncoding: string, message: unknown = big) =>
-      (await connect("platform.iam.v2beta1.GroupsService/ListGroups", message, { "accept-encoding": acceptEncoding })).headers.get("content-encoding");
+      (await connect("platform.iam.v2beta1.GroupsService/ListGroups", message, { "accept-encoding": acceptEncoding })).headers.get(
+        "content-encoding",
+      );
     expect(await encodingFor("br")).toBe("br");
     expect(await encodingFor("gzip;q=0, br")).toBe("br");
     expect(await encodingFor("gzip;q=0")).toBeNull();

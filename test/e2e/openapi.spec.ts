@@ -132,8 +132,21 @@ describe("GET /openapi.json", () => {
   });
 
   it("lists the query parameters the binder accepts on GET /iam/v2beta1/groups", () => {
-    const names = operation("/iam/v2beta1/groups", "get").parameters.filter((p) => p["in"] === "query").map((p) => p["name"]);
-    for (const name of ["uidp.descendants_of", "uidp.children_of", "uidp.ancestors_of", "uidp.in_root", "uidp.ids", "name", "page_size", "page_token", "order_by", "skip"]) {
+    const names = operation("/iam/v2beta1/groups", "get")
+      .parameters.filter((p) => p["in"] === "query")
+      .map((p) => p["name"]);
+    for (const name of [
+      "uidp.descendants_of",
+      "uidp.children_of",
+      "uidp.ancestors_of",
+      "uidp.in_root",
+      "uidp.ids",
+      "name",
+      "page_size",
+      "page_token",
+      "order_by",
+      "skip",
+    ]) {
       expect(names).toContain(name);
     }
     const ids = operation("/iam/v2beta1/groups", "get").parameters.find((p) => p["name"] === "uidp.ids");
@@ -147,13 +160,34 @@ describe("GET /openapi.json", () => {
     const list = operation("/events/v2beta1/events", "get");
     expect(list.operationId.startsWith("platform.events.v2beta1.EventsService.ListEvents")).toBe(true);
     const query = list.parameters.filter((p) => p["in"] === "query").map((p) => p["name"]);
-    for (const name of ["uidp.in_root", "uidp.children_of", "type", "type_prefix", "subject", "actor", "since", "until", "page_size", "page_token", "order_by", "skip"]) {
+    for (const name of [
+      "uidp.in_root",
+      "uidp.children_of",
+      "type",
+      "type_prefix",
+      "subject",
+      "actor",
+      "since",
+      "until",
+      "page_size",
+      "page_token",
+      "order_by",
+      "skip",
+    ]) {
       expect(query).toContain(name);
     }
     // WatchEvents streams: it has no REST route.
     expect(JSON.stringify(doc["paths"])).not.toContain("WatchEvents");
-    expect(operation("/events/v2beta1/subscriptions", "get").operationId.startsWith("platform.events.v2beta1.SubscriptionsService.ListSubscriptions")).toBe(true);
-    expect(operation("/events/v2beta1/subscriptions/{parent}", "post").operationId.startsWith("platform.events.v2beta1.SubscriptionsService.CreateSubscription")).toBe(true);
+    expect(
+      operation("/events/v2beta1/subscriptions", "get").operationId.startsWith(
+        "platform.events.v2beta1.SubscriptionsService.ListSubscriptions",
+      ),
+    ).toBe(true);
+    expect(
+      operation("/events/v2beta1/subscriptions/{parent}", "post").operationId.startsWith(
+        "platform.events.v2beta1.SubscriptionsService.CreateSubscription",
+      ),
+    ).toBe(true);
     for (const method of ["get", "delete"]) operation("/events/v2beta1/subscriptions/{uid}", method);
     operation("/events/v2beta1/subscriptions/{subscription.uid}", "patch");
     // The secret is in the Subscription schema (the create answer carries it), but optional: no other answer has it.
@@ -177,7 +211,9 @@ describe("GET /openapi.json", () => {
     const list = await call("GET", "/iam/v2beta1/groups?page_size=5");
     expect(typeof list.body["totalCount"]).toBe("string");
     expectMatches(list.body, "platform.iam.v2beta1.ListGroupsResponse");
-    expect(Object.keys(list.body).sort()).toEqual(Object.keys(schema("platform.iam.v2beta1.ListGroupsResponse")["properties"] as JsonObject).sort());
+    expect(Object.keys(list.body).sort()).toEqual(
+      Object.keys(schema("platform.iam.v2beta1.ListGroupsResponse")["properties"] as JsonObject).sort(),
+    );
 
     // Hydrated references and unset messages (`null`) too: a role binding and a group invite.
     const org = String(created.body["uid"]);

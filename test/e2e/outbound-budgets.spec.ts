@@ -141,14 +141,21 @@ async function fakeIdp(watch: () => number): Promise<FakeIdp> {
 }
 
 /** A person's whole sign-in (`/oauth`, the provider, `/oauth/callback`); the CLI callback's token or error. */
-async function signIn(target: TestServer, person: string, params: Record<string, string> = {}): Promise<{ token: string | null; error: string | null }> {
+async function signIn(
+  target: TestServer,
+  person: string,
+  params: Record<string, string> = {},
+): Promise<{ token: string | null; error: string | null }> {
   const url = new URL(`${target.app.urls.authUrl}/oauth`);
   url.search = new URLSearchParams({ redirect: CALLBACK, state: randomBytes(6).toString("hex"), ...params }).toString();
   const start = await fetch(url, { redirect: "manual" });
   expect(start.status).toBe(302);
   const authorize = new URL(start.headers.get("location")!);
   if (authorize.origin + authorize.pathname === CALLBACK) return { token: null, error: authorize.searchParams.get("error") };
-  const cookie = start.headers.getSetCookie().map((c) => c.split(";")[0]).join("; ");
+  const cookie = start.headers
+    .getSetCookie()
+    .map((c) => c.split(";")[0])
+    .join("; ");
   const code = Buffer.from(JSON.stringify({ nonce: authorize.searchParams.get("nonce"), sub: person })).toString("base64url");
   const back = new URL(`${target.app.urls.authUrl}/oauth/callback`);
   back.search = new URLSearchParams({ code, state: authorize.searchParams.get("state") ?? "" }).toString();
@@ -190,7 +197,8 @@ describe("outbound budgets: anonymous exchanges naming slow issuers", () => {
   let workloads: FakeIdp;
   let broken: Local;
   const admin = () => restClient(server.url, server.token);
-  const newOrg = async (name: string) => (await ok(admin()("POST", "/iam/v2beta1/groups", { name: `${name}-${randomBytes(3).toString("hex")}` })))["uid"] as string;
+  const newOrg = async (name: string) =>
+    (await ok(admin()("POST", "/iam/v2beta1/groups", { name: `${name}-${randomBytes(3).toString("hex")}` })))["uid"] as string;
   const newIdentity = async (org: string, claimMatch: JsonObject) =>
     (await ok(admin()("POST", `/iam/v2beta1/identities/${org}`, { name: "ci", claimMatch })))["uid"] as string;
 
@@ -219,7 +227,12 @@ describe("outbound budgets: anonymous exchanges naming slow issuers", () => {
     const slowPattern = `${slow.issuer.replace(/\./g, "\\.")}/.*`;
     const target = await newIdentity(attacker, { issuerPattern: slowPattern, subject: "x" });
     const sso = await newOrg("sso");
-    await ok(admin()("POST", `/iam/v2beta1/identityProviders/${sso}`, { name: "sso", oidc: { issuer: orgIdp.issuer, clientId: CLIENT_ID, clientSecret: "org-secret" } }));
+    await ok(
+      admin()("POST", `/iam/v2beta1/identityProviders/${sso}`, {
+        name: "sso",
+        oidc: { issuer: orgIdp.issuer, clientId: CLIENT_ID, clientSecret: "org-secret" },
+      }),
+    );
     const other = await newOrg("other");
     const robot = await newIdentity(other, { issuer: workloads.issuer, subject: "deploy" });
 
@@ -271,7 +284,12 @@ describe("outbound budgets: anonymous exchanges naming slow issuers", () => {
     const down = await brokenIssuer();
     try {
       const org = await newOrg("down");
-      await ok(admin()("POST", `/iam/v2beta1/identityProviders/${org}`, { name: "sso", oidc: { issuer: down.issuer, clientId: CLIENT_ID, clientSecret: "s" } }));
+      await ok(
+        admin()("POST", `/iam/v2beta1/identityProviders/${org}`, {
+          name: "sso",
+          oidc: { issuer: down.issuer, clientId: CLIENT_ID, clientSecret: "s" },
+        }),
+      );
       expect(await signIn(server, "carol", { org })).toEqual({ token: null, error: "upstream_error" });
       expect(down.requests()).toBe(1);
       for (let i = 0; i < 3; i++) expect(await signIn(server, "carol", { org })).toEqual({ token: null, error: "upstream_error" });
@@ -297,7 +315,9 @@ describe("/sts/exchange rate limits", () => {
   async function identity(org: string): Promise<string> {
     const now = server.clock.now();
     const uid = newChildUid(org);
-    await server.app.database.db.insert(schema.identities).values({ uid, parentUid: org, name: "limited", claimSubject: "x", createTime: now, updateTime: now });
+    await server.app.database.db
+      .insert(schema.identities)
+      .values({ uid, parentUid: org, name: "limited", claimSubject: "x", createTime: now, updateTime: now });
     return uid;
   }
 
@@ -315,7 +335,9 @@ describe("/sts/exchange rate limits", () => {
     const byIdentity = await exchange(server, x, token);
     expect(byIdentity.status).toBe(429);
     expect(byIdentity.body["code"]).toBe(8);
-    expect(byIdentity.body["message"]).toMatch(/^Resource exhausted: too many refused token exchanges for this identity: at most 2 per 60 s; retry in \d+ s$/);
+    expect(byIdentity.body["message"]).toMatch(
+      /^Resource exhausted: too many refused token exchanges for this identity: at most 2 per 60 s; retry in \d+ s$/,
+    );
     expect(quotaViolation(byIdentity.body)).toMatchObject({ subject: `identity:${x}` });
     expect(Number(byIdentity.retryAfter)).toBeGreaterThanOrEqual(1);
     expect(Number(byIdentity.retryAfter)).toBeLessThanOrEqual(60);
@@ -334,7 +356,9 @@ describe("/sts/exchange rate limits", () => {
     const byAddress = await exchange(server, y, token);
     expect(byAddress.status).toBe(429);
     expect(quotaViolation(byAddress.body)).toMatchObject({ subject: "clientip:127.0.0.1" });
-    expect(byAddress.body["message"]).toMatch(/^Resource exhausted: too many token exchanges from this address: at most 8 per 60 s; retry in \d+ s$/);
+    expect(byAddress.body["message"]).toMatch(
+      /^Resource exhausted: too many token exchanges from this address: at most 8 per 60 s; retry in \d+ s$/,
+    );
     expect(Number(byAddress.retryAfter)).toBeGreaterThanOrEqual(1);
     // Counted before anything else: even a malformed call is answered 429 now.
     expect((await exchange(server, "nonsense", token)).status).toBe(429);
@@ -342,7 +366,11 @@ describe("/sts/exchange rate limits", () => {
 });
 
 /** A GET from the loopback address `from` (127.0.0.0/8: each is another client to the limits). */
-function getFrom(from: string, url: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
+function getFrom(
+  from: string,
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: http.IncomingHttpHeaders; body: string }> {
   return new Promise((resolve, reject) => {
     const req = http.request(url, { localAddress: from, headers, agent: false }, (res) => {
       let body = "";
@@ -371,7 +399,11 @@ async function callbackFrom(target: TestServer, from: string, login: { cookie: s
   const done = await getFrom(from, back.href, { cookie: login.cookie });
   expect(done.status, done.body).toBe(302);
   const result = new URL(done.headers.location!);
-  return { token: result.searchParams.get("token"), error: result.searchParams.get("error"), description: result.searchParams.get("error_description") };
+  return {
+    token: result.searchParams.get("token"),
+    error: result.searchParams.get("error"),
+    description: result.searchParams.get("error_description"),
+  };
 }
 
 describe("sign-in per client address: a share of the sign-in budget, and a rate", () => {
@@ -444,7 +476,11 @@ describe("/sts/exchange: strangers naming an identity cannot lock its workloads 
   beforeAll(async () => {
     workloads = await fakeIdp(() => 0);
     uncached = await fakeIdp(() => 0);
-    server = await startTestServer({ PLATFORM_ALLOW_INSECURE_ISSUERS: "true", PLATFORM_STS_RATE_PER_ADDRESS: "10", PLATFORM_STS_RATE_PER_IDENTITY: "20" });
+    server = await startTestServer({
+      PLATFORM_ALLOW_INSECURE_ISSUERS: "true",
+      PLATFORM_STS_RATE_PER_ADDRESS: "10",
+      PLATFORM_STS_RATE_PER_IDENTITY: "20",
+    });
   });
   afterAll(async () => {
     await server?.stop();
@@ -460,7 +496,9 @@ describe("/sts/exchange: strangers naming an identity cannot lock its workloads 
   it("after refused exchanges from several addresses, the identity's valid token still gets a token; garbage naming an uncached issuer gets 429", async () => {
     const admin = restClient(server.url, server.token);
     const org = (await ok(admin("POST", "/iam/v2beta1/groups", { name: `victim-${randomBytes(3).toString("hex")}` })))["uid"] as string;
-    const robot = (await ok(admin("POST", `/iam/v2beta1/identities/${org}`, { name: "ci", claimMatch: { issuer: workloads.issuer, subject: "deploy" } })))["uid"] as string;
+    const robot = (
+      await ok(admin("POST", `/iam/v2beta1/identities/${org}`, { name: "ci", claimMatch: { issuer: workloads.issuer, subject: "deploy" } }))
+    )["uid"] as string;
     const valid = () => workloads.workloadToken("deploy", server.app.urls.authUrl);
     // The workload exchanges as usual: its issuer's keys are in use.
     expect((await exchangeFrom("127.0.0.20", robot, await valid())).status).toBe(200);

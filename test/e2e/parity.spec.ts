@@ -156,7 +156,8 @@ function bindingFor(m: ApiMethod, request: JsonObject): RestBinding {
   return binding;
 }
 
-const asObject = (v: JsonValue | undefined): JsonObject | undefined => (v !== null && typeof v === "object" && !Array.isArray(v) ? v : undefined);
+const asObject = (v: JsonValue | undefined): JsonObject | undefined =>
+  v !== null && typeof v === "object" && !Array.isArray(v) ? v : undefined;
 
 const canonicalAny = (any: Any): JsonValue => toJson(AnySchema, any, { registry: detailRegistry }) as JsonValue;
 
@@ -191,7 +192,16 @@ async function invoke(protocol: Protocol, key: string, request: JsonObject, toke
     try {
       response = toJson(method.output, fromJson(method.output, body as ProtoJsonValue)) as JsonObject;
     } catch (e) {
-      return { protocol, code: -1, httpStatus: res.status, message: `undecodable 200 body: ${String(e)}`, reason: undefined, details: [], response: undefined, summary: head };
+      return {
+        protocol,
+        code: -1,
+        httpStatus: res.status,
+        message: `undecodable 200 body: ${String(e)}`,
+        reason: undefined,
+        details: [],
+        response: undefined,
+        summary: head,
+      };
     }
     return { protocol, code: 0, httpStatus: res.status, message: "", reason: undefined, details: [], response, summary: head };
   }
@@ -222,8 +232,10 @@ async function invoke(protocol: Protocol, key: string, request: JsonObject, toke
 /** The field of a BadRequest's first violation, or the type of a PreconditionFailure's. */
 function firstViolation(details: JsonValue[]): string | undefined {
   for (const d of details.map(asObject)) {
-    if (d?.["@type"] === "type.googleapis.com/google.rpc.BadRequest") return asObject((d["fieldViolations"] as JsonValue[] | undefined)?.[0])?.["field"] as string | undefined;
-    if (d?.["@type"] === "type.googleapis.com/google.rpc.PreconditionFailure") return asObject((d["violations"] as JsonValue[] | undefined)?.[0])?.["type"] as string | undefined;
+    if (d?.["@type"] === "type.googleapis.com/google.rpc.BadRequest")
+      return asObject((d["fieldViolations"] as JsonValue[] | undefined)?.[0])?.["field"] as string | undefined;
+    if (d?.["@type"] === "type.googleapis.com/google.rpc.PreconditionFailure")
+      return asObject((d["violations"] as JsonValue[] | undefined)?.[0])?.["type"] as string | undefined;
   }
   return undefined;
 }
@@ -272,7 +284,12 @@ const CASES: Case[] = [
     method: `${IAM}.IdentitiesService/GetIdentity`,
     request: (fx) => ({ uid: fx.identity }),
     expect: 0,
-    check: (r) => expect(r).toMatchObject({ name: "someone", description: "made for parity", claimMatch: { issuer: "https://issuer.example", subject: "someone" } }),
+    check: (r) =>
+      expect(r).toMatchObject({
+        name: "someone",
+        description: "made for parity",
+        claimMatch: { issuer: "https://issuer.example", subject: "someone" },
+      }),
   },
   {
     name: "GetRole (custom)",
@@ -294,7 +311,11 @@ const CASES: Case[] = [
     request: (fx) => ({ uid: fx.binding }),
     expect: 0,
     check: (r, fx) =>
-      expect(r).toMatchObject({ identity: { uid: fx.identity, name: "someone" }, group: { uid: fx.org }, role: { uid: fx.role, name: "reader" } }),
+      expect(r).toMatchObject({
+        identity: { uid: fx.identity, name: "someone" },
+        group: { uid: fx.org },
+        role: { uid: fx.role, name: "reader" },
+      }),
   },
   {
     name: "GetRepo (active tags only)",
@@ -534,7 +555,8 @@ const CASES: Case[] = [
     request: (fx, via) => ({ parent: fx.org, group: { name: `made-${via.protocol}`, description: "written four ways" } }),
     expect: 0,
     normalize: freshResource,
-    check: (r) => expect(r).toMatchObject({ uid: "<uid>", name: "made-<protocol>", description: "written four ways", createTime: "<time>" }),
+    check: (r) =>
+      expect(r).toMatchObject({ uid: "<uid>", name: "made-<protocol>", description: "written four ways", createTime: "<time>" }),
   },
   {
     name: "UpdateGroup description with update_mask",
@@ -578,7 +600,11 @@ beforeAll(async () => {
   await createGroup(admin, "held", holder);
   const editable = uidOf(await createGroup(admin, "editable", org));
   const identity = uidOf(
-    await createIdentity(admin, org, { name: "someone", description: "made for parity", claimMatch: { issuer: "https://issuer.example", subject: "someone" } }),
+    await createIdentity(admin, org, {
+      name: "someone",
+      description: "made for parity",
+      claimMatch: { issuer: "https://issuer.example", subject: "someone" },
+    }),
   );
   const role = uidOf(await createRole(admin, org, { name: "reader", capabilities: ["groups.list", "repo.list"] }));
   const binding = uidOf(await ok(bind(admin, org, identity, role)));
@@ -628,7 +654,8 @@ describe.each(CASES.map((c) => [c.name, c] as const))("%s", (_name, c) => {
     const mismatches: string[] = [];
     for (const o of others) {
       const differs = (what: string, got: unknown, want: unknown) => {
-        if (JSON.stringify(got) !== JSON.stringify(want)) mismatches.push(`${o.protocol} ${what}: got ${JSON.stringify(got)}, gRPC ${JSON.stringify(want)}`);
+        if (JSON.stringify(got) !== JSON.stringify(want))
+          mismatches.push(`${o.protocol} ${what}: got ${JSON.stringify(got)}, gRPC ${JSON.stringify(want)}`);
       };
       differs("code", o.code, reference.code);
       differs("message", o.message, reference.message);

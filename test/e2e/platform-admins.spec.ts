@@ -108,7 +108,13 @@ async function rootRolesOf(target: TestServer, identityUid: string): Promise<str
 
 const importAdvisory = (target: TestServer, token: string) =>
   restClient(target.url, token)("POST", "/vulnerabilities/v2beta1/advisories:import", {
-    documents: [{ id: `GHSA-${randomBytes(2).toString("hex")}-${randomBytes(2).toString("hex")}-${randomBytes(2).toString("hex")}`, modified: "2024-05-01T00:00:00Z", aliases: ["CVE-2024-0001"] }],
+    documents: [
+      {
+        id: `GHSA-${randomBytes(2).toString("hex")}-${randomBytes(2).toString("hex")}-${randomBytes(2).toString("hex")}`,
+        modified: "2024-05-01T00:00:00Z",
+        aliases: ["CVE-2024-0001"],
+      },
+    ],
   });
 
 /** The root bindings of `identityUid` in the audit log (global events: the admin sees them). */

@@ -60,7 +60,11 @@ async function nodeStart(dataDir: string, extra: Record<string, string> = {}): P
 }
 
 /** The environment of a server on `dataDir`: on a pooled PostgreSQL database unless `pglite`. */
-async function serverEnv(dataDir: string, extra: Record<string, string>, pglite = false): Promise<{ env: NodeJS.ProcessEnv; release?: () => void }> {
+async function serverEnv(
+  dataDir: string,
+  extra: Record<string, string>,
+  pglite = false,
+): Promise<{ env: NodeJS.ProcessEnv; release?: () => void }> {
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: "0", HOST: "127.0.0.1", PLATFORM_DATA_DIR: dataDir, LOG_LEVEL: "info", ...extra };
   delete env["DATABASE_URL"];
   const database = postgresAdminUrl() && !pglite ? await takePostgresDatabase() : undefined;
@@ -168,7 +172,9 @@ describe.concurrent("npm start", () => {
     });
 
     it("warns at start of each development-only setting in force: development egress; not the development sign-in, off behind a public base URL", () => {
-      expect(s.log).toMatch(/"level":40,[^\n]*"development":true,[^\n]*"msg":"development egress is on \(PLATFORM_ALLOW_INSECURE_ISSUERS\)/);
+      expect(s.log).toMatch(
+        /"level":40,[^\n]*"development":true,[^\n]*"msg":"development egress is on \(PLATFORM_ALLOW_INSECURE_ISSUERS\)/,
+      );
       expect(s.log).not.toMatch(/development sign-in is on|DEVELOPMENT SIGN-IN/);
     });
 

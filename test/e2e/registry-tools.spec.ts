@@ -59,7 +59,8 @@ describe("registryTools()", () => {
   it("comes from the run's global setup, with absolute paths", () => {
     const handed = JSON.parse(process.env[REGISTRY_TOOLS_VARIABLE] ?? "{}") as { tools?: { registry?: string } };
     expect(handed.tools?.registry).toBe(tools.registry);
-    for (const path of [tools.registry, tools.skopeo, tools.policy, tools.registriesConf, ...tools.libraryDirs]) expect(path).toMatch(/^\//);
+    for (const path of [tools.registry, tools.skopeo, tools.policy, tools.registriesConf, ...tools.libraryDirs])
+      expect(path).toMatch(/^\//);
   });
 
   it("reports the setup's failure, or a garbled hand-over, to the tests that need the tools", async () => {
@@ -69,7 +70,9 @@ describe("registryTools()", () => {
     await expect(handedTools("{not json")).rejects.toThrow(/not JSON/);
     await expect(handedTools("null")).rejects.toThrow(/neither tools nor an error/);
     await expect(handedTools(JSON.stringify({ tools: { ...tools, registry: 7 } }))).rejects.toThrow(/neither tools nor an error/);
-    await expect(handedTools(JSON.stringify({ tools: { ...tools, libraryDirs: ["/a", null] } }))).rejects.toThrow(/neither tools nor an error/);
+    await expect(handedTools(JSON.stringify({ tools: { ...tools, libraryDirs: ["/a", null] } }))).rejects.toThrow(
+      /neither tools nor an error/,
+    );
     const { env: _env, ...obtained } = tools;
     expect(await handedTools(JSON.stringify({ tools: obtained }))).toEqual(obtained);
   });
@@ -138,7 +141,10 @@ describe("obtaining the tools", () => {
     // Every other package is a library skopeo needs that dpkg does not have installed.
     for (const name of names.filter((n): n is string => n !== undefined && n !== "docker-registry" && n !== "skopeo")) {
       expect(name).toMatch(/^lib/);
-      const status = await run("dpkg-query", ["-W", "-f=${Status}", name]).then((r) => r.stdout, () => "not known to dpkg");
+      const status = await run("dpkg-query", ["-W", "-f=${Status}", name]).then(
+        (r) => r.stdout,
+        () => "not known to dpkg",
+      );
       expect(status).not.toMatch(/ installed$/);
     }
     await checkLibraries(found.skopeo, found.libraryDirs);
@@ -202,7 +208,9 @@ describe("obtaining the tools", () => {
     expect(at).toBeGreaterThan(0);
     for (; at >= 0; at = bytes.indexOf(from, at + 1)) Buffer.from("libQ.so.6").copy(bytes, at);
     await writeFile(binary, bytes);
-    await expect(checkLibraries(binary, ["/nonexistent"])).rejects.toThrow(/needs-missing-lib cannot start: libQ\.so\.6 not found in the machine's libraries and \/nonexistent/);
+    await expect(checkLibraries(binary, ["/nonexistent"])).rejects.toThrow(
+      /needs-missing-lib cannot start: libQ\.so\.6 not found in the machine's libraries and \/nonexistent/,
+    );
     await expect(checkLibraries("/bin/true", [])).resolves.toBeUndefined();
   });
 
@@ -213,17 +221,17 @@ describe("obtaining the tools", () => {
       "\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f)",
       "./x: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.99' not found (required by ./x)",
     ].join("\n");
-    expect(notFoundInLdd(output)).toEqual(["libgpgme.so.11", "./x: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.99' not found (required by ./x)"]);
+    expect(notFoundInLdd(output)).toEqual([
+      "libgpgme.so.11",
+      "./x: /lib/x86_64-linux-gnu/libc.so.6: version `GLIBC_2.99' not found (required by ./x)",
+    ]);
     expect(notFoundInLdd("")).toEqual([]);
   });
 
   it("reads Depends fields: alternatives, versions, architecture qualifiers; drops junk", () => {
-    expect(parseDepends("golang-github-containers-common (>> 0.49), libc6 (>= 2.34), libdevmapper1.02.1 (>= 2:1.02.97), libgpgme11 (>= 1.4.1)")).toEqual([
-      ["golang-github-containers-common"],
-      ["libc6"],
-      ["libdevmapper1.02.1"],
-      ["libgpgme11"],
-    ]);
+    expect(
+      parseDepends("golang-github-containers-common (>> 0.49), libc6 (>= 2.34), libdevmapper1.02.1 (>= 2:1.02.97), libgpgme11 (>= 1.4.1)"),
+    ).toEqual([["golang-github-containers-common"], ["libc6"], ["libdevmapper1.02.1"], ["libgpgme11"]]);
     expect(parseDepends("gnupg (>= 2.1.21-4) | gpg, libfoo:any [amd64], ")).toEqual([["gnupg", "gpg"], ["libfoo"]]);
     expect(parseDepends("")).toEqual([]);
     expect(parseDepends("Bad Name, x, lib\0nul, ../etc")).toEqual([]);
@@ -236,15 +244,21 @@ describe("buildOciImage()", () => {
     const image = await buildOciImage(dir, { tag: "v1", content: "first\n" });
     expect(image.reference).toBe(`oci:${dir}:v1`);
     expect(JSON.parse(await readFile(join(dir, "oci-layout"), "utf8"))).toEqual({ imageLayoutVersion: "1.0.0" });
-    const index = JSON.parse(await readFile(join(dir, "index.json"), "utf8")) as { manifests: { digest: string; annotations: Record<string, string> }[] };
-    expect(index.manifests).toEqual([expect.objectContaining({ digest: image.manifestDigest, annotations: { "org.opencontainers.image.ref.name": "v1" } })]);
+    const index = JSON.parse(await readFile(join(dir, "index.json"), "utf8")) as {
+      manifests: { digest: string; annotations: Record<string, string> }[];
+    };
+    expect(index.manifests).toEqual([
+      expect.objectContaining({ digest: image.manifestDigest, annotations: { "org.opencontainers.image.ref.name": "v1" } }),
+    ]);
     const blob = (digest: string) => join(dir, "blobs", "sha256", digest.slice("sha256:".length));
     // The system's tar reads the layer as it would any other.
     const listing = await run("tar", ["-tvzf", blob(image.layerDigest)]);
     expect(listing.stdout).toMatch(new RegExp(`^-rw-r--r-- root/root +6 2000-01-01 \\d\\d:00 ${LAYER_FILE}\\n$`));
     expect((await run("tar", ["-xzOf", blob(image.layerDigest), LAYER_FILE])).stdout).toBe("first\n");
     const manifest = JSON.parse(await readFile(blob(image.manifestDigest), "utf8")) as { layers: { digest: string; size: number }[] };
-    expect(manifest.layers).toEqual([expect.objectContaining({ digest: image.layerDigest, mediaType: "application/vnd.oci.image.layer.v1.tar+gzip" })]);
+    expect(manifest.layers).toEqual([
+      expect.objectContaining({ digest: image.layerDigest, mediaType: "application/vnd.oci.image.layer.v1.tar+gzip" }),
+    ]);
   });
 
   it("gives the same digest for the same content, another for another, and keeps the layout's other tags", async () => {
@@ -260,7 +274,8 @@ describe("buildOciImage()", () => {
   });
 
   it("pads content to tar's 512-byte blocks", () => {
-    for (const size of [0, 1, 511, 512, 513]) expect(tarOfOneFile("f", new Uint8Array(size)).length).toBe(512 + Math.ceil(size / 512) * 512 + 1024);
+    for (const size of [0, 1, 511, 512, 513])
+      expect(tarOfOneFile("f", new Uint8Array(size)).length).toBe(512 + Math.ceil(size / 512) * 512 + 1024);
     expect(() => tarOfOneFile("a/../b", new Uint8Array())).toThrow(/tar member name/);
   });
 
@@ -377,7 +392,7 @@ describe("a registry and skopeo", () => {
 describe("reading http.addr", () => {
   it("finds it in block YAML and in JSON", () => {
     expect(httpAddrOf("version: 0.1\nhttp:\n  addr: 127.0.0.1:5000\n")).toBe("127.0.0.1:5000");
-    expect(httpAddrOf("http:\n  # comment\n  headers:\n    addr: [no]\n  addr: \"127.0.0.1:1\" # trailing\nlog: {}\n")).toBe("127.0.0.1:1");
+    expect(httpAddrOf('http:\n  # comment\n  headers:\n    addr: [no]\n  addr: "127.0.0.1:1" # trailing\nlog: {}\n')).toBe("127.0.0.1:1");
     expect(httpAddrOf("http:\n    addr: '127.0.0.1:2'\n")).toBe("127.0.0.1:2");
     expect(httpAddrOf('{"http":{"addr":"127.0.0.1:3"}}')).toBe("127.0.0.1:3");
   });
@@ -390,7 +405,15 @@ describe("reading http.addr", () => {
 
   it("accepts only 127.0.0.1 and a port in range", () => {
     expect(loopbackPortOf("127.0.0.1:5000")).toBe(5000);
-    for (const bad of [":5000", "0.0.0.0:5000", "localhost:5000", "127.0.0.1:0", "127.0.0.1:65536", "127.0.0.1:5000\0", "x".repeat(100_000)]) {
+    for (const bad of [
+      ":5000",
+      "0.0.0.0:5000",
+      "localhost:5000",
+      "127.0.0.1:0",
+      "127.0.0.1:65536",
+      "127.0.0.1:5000\0",
+      "x".repeat(100_000),
+    ]) {
       expect(() => loopbackPortOf(bad), bad.slice(0, 20)).toThrow(/not 127\.0\.0\.1:<port>/);
     }
   });

@@ -68,7 +68,8 @@ async function eventually<T>(read: () => Promise<T>, done: (value: T) => boolean
 }
 
 const repos = async (group: string) => (await ok("GET", `/registry/v2beta1/repos?uidp.children_of=${group}`))["repos"] as JsonObject[];
-const tags = async (repo: string) => (await ok("GET", `/registry/v2beta1/tags?uidp.children_of=${repo}&orderBy=name`))["tags"] as JsonObject[];
+const tags = async (repo: string) =>
+  (await ok("GET", `/registry/v2beta1/tags?uidp.children_of=${repo}&orderBy=name`))["tags"] as JsonObject[];
 const registryEvents = async (group: string) =>
   (await ok("GET", `/events/v2beta1/events?uidp.in_root=${group}&typePrefix=platform.registry.`))["events"] as JsonObject[];
 
@@ -219,7 +220,13 @@ describe("a stock docker-registry with this server's tokens and notifications", 
       () => tags(repo),
       (t) => t.some((x) => x["name"] === "old"),
     );
-    const deleted = await skopeo(tools, ["delete", "--tls-verify=false", "--creds", `${person.uid}:${person.token}`, image(org, "library/hello", "old")]);
+    const deleted = await skopeo(tools, [
+      "delete",
+      "--tls-verify=false",
+      "--creds",
+      `${person.uid}:${person.token}`,
+      image(org, "library/hello", "old"),
+    ]);
     expect(deleted.code, deleted.stderr).toBe(0);
     const listed = await eventually(
       () => tags(repo),
@@ -234,11 +241,18 @@ describe("a stock docker-registry with this server's tokens and notifications", 
     const home = await mkdtemp(join(work, "home-"));
     const authFile = join(home, "docker-config.json");
     const cliEnv = { PLATFORM_CONFIG_DIR: join(home, "platformctl"), PLATFORM_TOKEN: person.token };
-    const configured = await runCliInProcess(["--api", server.url, "auth", "configure-docker", "--registry", host, "--config", authFile], cliEnv);
+    const configured = await runCliInProcess(
+      ["--api", server.url, "auth", "configure-docker", "--registry", host, "--config", authFile],
+      cliEnv,
+    );
     expect(configured.code, configured.stderr).toBe(0);
     const PATH = await credentialHelperOnPath(join(home, "bin"));
     const env = { ...cliEnv, PATH, HOME: home };
-    const pushed = await skopeo(tools, ["copy", "--authfile", authFile, "--dest-tls-verify=false", v1.reference, image(org, "library/hello", "helper")], { env });
+    const pushed = await skopeo(
+      tools,
+      ["copy", "--authfile", authFile, "--dest-tls-verify=false", v1.reference, image(org, "library/hello", "helper")],
+      { env },
+    );
     expect(pushed.code, pushed.stderr).toBe(0);
     const repo = (await repos(org))[0]!["uid"] as string;
     const listed = await eventually(

@@ -13,8 +13,7 @@ import type { TestServer } from "../support/server.js";
 import { sharedServerAsAdmin } from "../support/shared-server.js";
 
 const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
-const REPO_NAME_RULE =
-  "must match the pattern ^[a-z0-9]+(?:(?:\\.|_|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:\\.|_|__|-+)[a-z0-9]+)*)*$";
+const REPO_NAME_RULE = "must match the pattern ^[a-z0-9]+(?:(?:\\.|_|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:\\.|_|__|-+)[a-z0-9]+)*)*$";
 const DIGEST_A = `sha256:${"a".repeat(64)}`;
 
 let server: TestServer;
@@ -75,7 +74,9 @@ describe("repos over REST", () => {
     }
     const long = await call("POST", `/registry/v2beta1/repos/${group}`, { name: "y".repeat(256) });
     expect(long.status).toBe(400);
-    expect(restDetail(long, "BadRequest")).toMatchObject({ fieldViolations: [{ field: "name", description: "must be at most 255 characters" }] });
+    expect(restDetail(long, "BadRequest")).toMatchObject({
+      fieldViolations: [{ field: "name", description: "must be at most 255 characters" }],
+    });
   });
 
   it("validates each alias like a name and refuses repeats", async () => {
@@ -92,8 +93,13 @@ describe("repos over REST", () => {
     const group = await newGroup();
     const long = await call("POST", `/registry/v2beta1/repos/${group}`, { name: "d", description: "x".repeat(4097) });
     expect(long.status).toBe(400);
-    expect(restDetail(long, "BadRequest")).toMatchObject({ fieldViolations: [{ field: "description", description: "must be at most 4096 characters" }] });
-    const many = await call("POST", `/registry/v2beta1/repos/${group}`, { name: "d", aliases: Array.from({ length: 51 }, (_, i) => `a${i}`) });
+    expect(restDetail(long, "BadRequest")).toMatchObject({
+      fieldViolations: [{ field: "description", description: "must be at most 4096 characters" }],
+    });
+    const many = await call("POST", `/registry/v2beta1/repos/${group}`, {
+      name: "d",
+      aliases: Array.from({ length: 51 }, (_, i) => `a${i}`),
+    });
     expect(many.status).toBe(400);
     expect(restDetail(many, "BadRequest")).toMatchObject({ fieldViolations: [{ field: "aliases", description: "at most 50 aliases" }] });
   });
@@ -130,7 +136,10 @@ describe("repos over REST", () => {
     const patched = await ok("PATCH", `/registry/v2beta1/repos/${repo["uid"]}`, { aliases: ["a2", "a3"] });
     expect(patched).toMatchObject({ name: "upd", description: "keep", aliases: ["a2", "a3"], createTime: repo["createTime"] });
     expect(patched["updateTime"]).not.toBe(repo["updateTime"]);
-    const masked = await ok("PATCH", `/registry/v2beta1/repos/${repo["uid"]}?updateMask=description`, { name: "ignored", description: "new" });
+    const masked = await ok("PATCH", `/registry/v2beta1/repos/${repo["uid"]}?updateMask=description`, {
+      name: "ignored",
+      description: "new",
+    });
     expect(masked).toMatchObject({ name: "upd", description: "new", aliases: ["a2", "a3"] });
     const refused = await call("PATCH", `/registry/v2beta1/repos/${repo["uid"]}?updateMask=active_tags`, { activeTags: ["x"] });
     expect(refused.status).toBe(400);
@@ -156,7 +165,10 @@ describe("repos over REST", () => {
     const seen: string[] = [];
     let token = "";
     for (let i = 0; i < 5; i++) {
-      const page = await ok("GET", `/registry/v2beta1/repos?uidp.descendants_of=${group}&order_by=name%20desc&page_size=2${token ? `&page_token=${encodeURIComponent(token)}` : ""}`);
+      const page = await ok(
+        "GET",
+        `/registry/v2beta1/repos?uidp.descendants_of=${group}&order_by=name%20desc&page_size=2${token ? `&page_token=${encodeURIComponent(token)}` : ""}`,
+      );
       expect(page["totalCount"]).toBe("6");
       seen.push(...(page["repos"] as JsonObject[]).map((r) => r["name"] as string));
       token = page["nextPageToken"] as string;
@@ -265,7 +277,11 @@ interface RepoMsg {
 }
 
 describe("repos over gRPC (@grpc/grpc-js)", () => {
-  const { rpc: repos, failure } = grpcSuite(() => server, "platform.registry.v2beta1.ReposService", "platform/registry/v2beta1/repos.proto");
+  const { rpc: repos, failure } = grpcSuite(
+    () => server,
+    "platform.registry.v2beta1.ReposService",
+    "platform/registry/v2beta1/repos.proto",
+  );
   const { rpc: groups } = grpcSuite(() => server, "platform.iam.v2beta1.GroupsService", "platform/iam/v2beta1/groups.proto");
 
   it("creates, gets, lists, updates with a mask and deletes", async () => {
@@ -295,14 +311,19 @@ describe("repos over gRPC (@grpc/grpc-js)", () => {
     expect(status.details[1]!.value).toMatchObject({ reason: "INVALID_ARGUMENT", domain: "registry.localhost" });
 
     const noParent = await failure(repos("CreateRepo", { repo: { name: "ok" } }));
-    expect(grpcStatusDetails(noParent).details[0]!.value).toMatchObject({ fieldViolations: [{ field: "parent", description: "is required" }] });
+    expect(grpcStatusDetails(noParent).details[0]!.value).toMatchObject({
+      fieldViolations: [{ field: "parent", description: "is required" }],
+    });
 
     await repos("CreateRepo", { parent: group, repo: { name: "held" } });
     const notEmpty = await failure(groups("DeleteGroup", { uid: group }));
     expect(notEmpty.code).toBe(grpc.status.FAILED_PRECONDITION);
     const s = grpcStatusDetails(notEmpty);
     expect(s.message).toBe(`Precondition failed: group ${group} still holds repos; delete them first`);
-    expect(s.details[0]).toMatchObject({ type: "google.rpc.PreconditionFailure", value: { violations: [{ type: "RESOURCE_NOT_EMPTY", subject: group }] } });
+    expect(s.details[0]).toMatchObject({
+      type: "google.rpc.PreconditionFailure",
+      value: { violations: [{ type: "RESOURCE_NOT_EMPTY", subject: group }] },
+    });
     expect(s.details[1]).toMatchObject({ type: "google.rpc.ErrorInfo", value: { reason: "FAILED_PRECONDITION", domain: "iam.localhost" } });
   });
 });

@@ -10,7 +10,19 @@ import { RoleBindingsService } from "../../gen/platform/iam/v2beta1/role_binding
 import { queryRows, schema } from "../../src/db/index.js";
 import { connectClient, grpcStatusDetails, restClient, type JsonObject, type RestClient } from "../support/clients.js";
 import { grpcSuite } from "../support/grpc-suite.js";
-import { TIMESTAMP, bind, bootstrapIdentityUid, createGroup, createIdentity, createRole, expectInvalid, expectPrecondition, ok, restDetail, uidOf } from "../support/rest-iam.js";
+import {
+  TIMESTAMP,
+  bind,
+  bootstrapIdentityUid,
+  createGroup,
+  createIdentity,
+  createRole,
+  expectInvalid,
+  expectPrecondition,
+  ok,
+  restDetail,
+  uidOf,
+} from "../support/rest-iam.js";
 import type { TestServer } from "../support/server.js";
 import { sharedServer } from "../support/shared-server.js";
 
@@ -60,7 +72,13 @@ describe("role bindings over REST", () => {
     expect(uidOf(binding)).toMatch(new RegExp(`^${uidOf(org)}/[0-9a-f]{16}$`));
     expect(binding).toEqual({
       uid: uidOf(binding),
-      identity: { uid: uidOf(identity), name: "deployer", description: "deploys", subject: "system:deployer", issuer: "https://issuer.example" },
+      identity: {
+        uid: uidOf(identity),
+        name: "deployer",
+        description: "deploys",
+        subject: "system:deployer",
+        issuer: "https://issuer.example",
+      },
       group: { uid: uidOf(org), name: "must-show", description: "the org" },
       role: { uid: "viewer", name: "viewer", description: VIEWER_DESCRIPTION },
       createTime: binding["createTime"],
@@ -80,7 +98,13 @@ describe("role bindings over REST", () => {
     const custom = await createRole(call, uidOf(org), { name: "auditor", description: "audits", capabilities: ["repo.list"] });
     const ids: JsonObject[] = [];
     for (let n = 0; n < 4; n++) {
-      ids.push(await createIdentity(call, uidOf(org), { name: `id-${n}`, description: `d${n}`, claimMatch: { issuer: `https://i${n}`, subject: `s${n}` } }));
+      ids.push(
+        await createIdentity(call, uidOf(org), {
+          name: `id-${n}`,
+          description: `d${n}`,
+          claimMatch: { issuer: `https://i${n}`, subject: `s${n}` },
+        }),
+      );
     }
     const plan: [JsonObject, JsonObject, string][] = [
       [org, ids[0]!, "viewer"],
@@ -104,7 +128,7 @@ describe("role bindings over REST", () => {
       });
       expect((b["role"] as JsonObject)["uid"]).toBe(role);
     }
-    expect((expected[1]!["role"] as JsonObject)).toEqual({ uid: uidOf(custom), name: "auditor", description: "audits" });
+    expect(expected[1]!["role"] as JsonObject).toEqual({ uid: uidOf(custom), name: "auditor", description: "audits" });
 
     const { body } = await listBindings(`uidp.in_root=${uidOf(org)}&order_by=create_time`);
     expect(body["roleBindings"]).toEqual(expected);
@@ -135,7 +159,10 @@ describe("role bindings over REST", () => {
 
     // A token is bound to its filters.
     const filtered = await listBindings(`role=${uidOf(custom)}&page_size=1`);
-    const reuse = await call("GET", `/iam/v2beta1/roleBindings?role=viewer&page_size=1&page_token=${encodeURIComponent(filtered.body["nextPageToken"] as string)}`);
+    const reuse = await call(
+      "GET",
+      `/iam/v2beta1/roleBindings?role=viewer&page_size=1&page_token=${encodeURIComponent(filtered.body["nextPageToken"] as string)}`,
+    );
     expectInvalid(reuse, "page_token");
     // Bindings have no name: order_by name is refused, and so is a name filter.
     expectInvalid(await call("GET", "/iam/v2beta1/roleBindings?order_by=name"), "order_by");
@@ -217,12 +244,16 @@ describe("role bindings over REST", () => {
     expect(expectInvalid(await bind(call, uidOf(org), uidOf(teamIdentity), "viewer"), "identity_uid")).toBe(
       `identity ${uidOf(teamIdentity)} is not visible from group ${uidOf(org)}: it belongs to group ${uidOf(team)}`,
     );
-    expect(expectInvalid(await bind(call, uidOf(team), uidOf(siblingIdentity), "viewer"), "identity_uid")).toContain("not visible from group");
+    expect(expectInvalid(await bind(call, uidOf(team), uidOf(siblingIdentity), "viewer"), "identity_uid")).toContain(
+      "not visible from group",
+    );
     expect(expectInvalid(await bind(call, uidOf(team), uidOf(teamIdentity), uidOf(siblingRole)), "role_uid")).toBe(
       `role ${uidOf(siblingRole)} is not visible from group ${uidOf(team)}: it belongs to group ${uidOf(sibling)}`,
     );
     // Missing references are INVALID_ARGUMENT on the field: the binding is what is being created.
-    expect(expectInvalid(await bind(call, uidOf(team), `${uidOf(team)}/0000000000000000`, "viewer"), "identity_uid")).toContain("does not exist");
+    expect(expectInvalid(await bind(call, uidOf(team), `${uidOf(team)}/0000000000000000`, "viewer"), "identity_uid")).toContain(
+      "does not exist",
+    );
     expect(expectInvalid(await bind(call, uidOf(team), uidOf(teamIdentity), "superuser"), "role_uid")).toBe("is not a valid role uid");
     expectInvalid(await call("POST", `/iam/v2beta1/roleBindings/${uidOf(team)}`, { roleUid: "viewer" }), "identity_uid");
     expectInvalid(await call("POST", `/iam/v2beta1/roleBindings/${uidOf(team)}`, { identityUid: uidOf(teamIdentity) }), "role_uid");
@@ -274,16 +305,25 @@ describe("role bindings over REST", () => {
     expect(await count()).toBe("3");
     // A duplicate (of an existing binding or within the batch) and nothing is created.
     const dupExisting = await call("POST", url, {
-      requests: [{ identityUid: uidOf(identity), roleUid: "owner" }, { identityUid: uidOf(identity), roleUid: "viewer" }],
+      requests: [
+        { identityUid: uidOf(identity), roleUid: "owner" },
+        { identityUid: uidOf(identity), roleUid: "viewer" },
+      ],
     });
     expect(dupExisting.status).toBe(409);
     const dupWithin = await call("POST", url, {
-      requests: [{ identityUid: uidOf(identity), roleUid: "owner" }, { identityUid: uidOf(identity), roleUid: "owner" }],
+      requests: [
+        { identityUid: uidOf(identity), roleUid: "owner" },
+        { identityUid: uidOf(identity), roleUid: "owner" },
+      ],
     });
     expect(dupWithin.status).toBe(409);
     expect(await count()).toBe("3");
 
-    expectInvalid(await call("POST", url, { requests: [{ identityUid: uidOf(identity), roleUid: "owner", parent: "x" }] }), "requests[0].parent");
+    expectInvalid(
+      await call("POST", url, { requests: [{ identityUid: uidOf(identity), roleUid: "owner", parent: "x" }] }),
+      "requests[0].parent",
+    );
     expectInvalid(await call("POST", url, { requests: [{ identityUid: "", roleUid: "owner" }] }), "requests[0].identity_uid");
     expectInvalid(await call("POST", url, { requests: [] }), "requests");
     expectInvalid(await call("POST", url, {}), "requests");
@@ -362,9 +402,15 @@ describe("binding people (root-level identities)", () => {
   async function person(name: string): Promise<string> {
     const uid = randomBytes(8).toString("hex");
     const now = server.clock.now();
-    await server.app.database.db
-      .insert(schema.identities)
-      .values({ uid, parentUid: null, name, claimIssuer: "https://people.example", claimSubject: `${name}-subject`, createTime: now, updateTime: now });
+    await server.app.database.db.insert(schema.identities).values({
+      uid,
+      parentUid: null,
+      name,
+      claimIssuer: "https://people.example",
+      claimSubject: `${name}-subject`,
+      createTime: now,
+      updateTime: now,
+    });
     return uid;
   }
 
@@ -394,7 +440,9 @@ describe("binding people (root-level identities)", () => {
     expect(expectPrecondition(unknown, "NOT_IN_ORGANIZATION")).toBe(description.replace(stranger, nobody));
     // Nor in a batch, nor at a group below.
     const team = uidOf(await createGroup(owner, "team", org));
-    const batch = await owner("POST", `/iam/v2beta1/roleBindings/${team}:batchCreate`, { requests: [{ identityUid: stranger, roleUid: "viewer" }] });
+    const batch = await owner("POST", `/iam/v2beta1/roleBindings/${team}:batchCreate`, {
+      requests: [{ identityUid: stranger, roleUid: "viewer" }],
+    });
     expect(expectPrecondition(batch, "NOT_IN_ORGANIZATION")).toContain("requests[0].identity_uid");
     expect((await listBindings(`identity=${stranger}`)).uids).toHaveLength(1);
   });
@@ -406,7 +454,13 @@ describe("binding people (root-level identities)", () => {
     // They came in at the team (as an invite or the organization's provider would bind them).
     await ok(bind(call, team, member, "viewer"));
     const binding = await ok(bind(owner, org, member, "editor"));
-    expect(binding["identity"]).toEqual({ uid: member, name: "member", description: "", subject: "member-subject", issuer: "https://people.example" });
+    expect(binding["identity"]).toEqual({
+      uid: member,
+      name: "member",
+      description: "",
+      subject: "member-subject",
+      issuer: "https://people.example",
+    });
   });
 
   it("a platform administrator may bind any person", async () => {
@@ -437,7 +491,9 @@ describe("role bindings under concurrent deletes", () => {
         after(delays(round).create, () => bind(call, uidOf(org), uidOf(identity), "editor")),
         after(delays(round).remove, () => call("DELETE", `/iam/v2beta1/roles/${uidOf(role)}`)),
         after(delays(round).create, () =>
-          call("POST", `/iam/v2beta1/roleBindings/${uidOf(org)}:batchCreate`, { requests: [{ identityUid: uidOf(identity), roleUid: "owner" }] }),
+          call("POST", `/iam/v2beta1/roleBindings/${uidOf(org)}:batchCreate`, {
+            requests: [{ identityUid: uidOf(identity), roleUid: "owner" }],
+          }),
         ),
       ]);
       for (const res of [b1!, b2!, b3!, batch!]) {
@@ -494,7 +550,11 @@ describe("role bindings over gRPC (@grpc/grpc-js)", () => {
   it("creates, gets, lists, batch-creates, updates and deletes", async () => {
     const { org, identity } = await orgWithIdentity("grpc-bindings");
     const b = await rpc<BindingMsg>("CreateRoleBinding", { parent: uidOf(org), identity_uid: uidOf(identity), role_uid: "viewer" });
-    expect(b.identity).toMatchObject({ uid: uidOf(identity), name: "grpc-bindings-robot", issuer: "https://token.actions.githubusercontent.com" });
+    expect(b.identity).toMatchObject({
+      uid: uidOf(identity),
+      name: "grpc-bindings-robot",
+      issuer: "https://token.actions.githubusercontent.com",
+    });
     expect(b.group).toEqual({ uid: uidOf(org), name: "grpc-bindings", description: "" });
     expect(b.role).toMatchObject({ uid: "viewer", name: "viewer" });
     expect(b.create_time?.seconds).toMatch(/^\d+$/);
@@ -506,7 +566,10 @@ describe("role bindings over gRPC (@grpc/grpc-js)", () => {
     });
     expect(batch.role_bindings.map((x) => x.role?.uid)).toEqual(["registry.pull"]);
 
-    const list = await rpc<{ role_bindings: BindingMsg[]; total_count: string }>("ListRoleBindings", { group: uidOf(org), order_by: "create_time" });
+    const list = await rpc<{ role_bindings: BindingMsg[]; total_count: string }>("ListRoleBindings", {
+      group: uidOf(org),
+      order_by: "create_time",
+    });
     expect(list.total_count).toBe("2");
     expect(list.role_bindings.map((x) => x.uid).sort()).toEqual([b.uid, batch.role_bindings[0]!.uid].sort());
     expect(list.role_bindings.every((x) => x.identity?.uid === uidOf(identity) && x.group?.uid === uidOf(org))).toBe(true);
@@ -514,7 +577,10 @@ describe("role bindings over gRPC (@grpc/grpc-js)", () => {
     // Without a mask gRPC changes the set fields: role_uid.
     const updated = await rpc<BindingMsg>("UpdateRoleBinding", { role_binding: { uid: b.uid, role_uid: "editor" } });
     expect(updated.role?.uid).toBe("editor");
-    const masked = await rpc<BindingMsg>("UpdateRoleBinding", { role_binding: { uid: b.uid, role_uid: "owner" }, update_mask: { paths: ["role_uid"] } });
+    const masked = await rpc<BindingMsg>("UpdateRoleBinding", {
+      role_binding: { uid: b.uid, role_uid: "owner" },
+      update_mask: { paths: ["role_uid"] },
+    });
     expect(masked.role?.uid).toBe("owner");
 
     await rpc("DeleteRoleBinding", { uid: b.uid });
@@ -541,7 +607,10 @@ describe("role bindings over Connect", () => {
     const identities = connectClient(IdentitiesService, server.url, server.token);
     const bindings = connectClient(RoleBindingsService, server.url, server.token);
     const org = await groups.createGroup({ group: { name: "connect-bindings", description: "c" } });
-    const identity = await identities.createIdentity({ parent: org.uid, identity: { name: "svc", claimMatch: { issuer: "https://i", subject: "s" } } });
+    const identity = await identities.createIdentity({
+      parent: org.uid,
+      identity: { name: "svc", claimMatch: { issuer: "https://i", subject: "s" } },
+    });
     const b = await bindings.createRoleBinding({ parent: org.uid, identityUid: identity.uid, roleUid: "viewer" });
     expect(b.identity).toMatchObject({ uid: identity.uid, name: "svc", subject: "s", issuer: "https://i" });
     expect(b.group).toMatchObject({ uid: org.uid, name: "connect-bindings", description: "c" });
@@ -551,9 +620,13 @@ describe("role bindings over Connect", () => {
     expect(list.roleBindings).toEqual([b]);
     expect(list.totalCount).toBe(1n);
 
-    const err = await bindings.createRoleBinding({ parent: org.uid, identityUid: identity.uid, roleUid: "viewer" }).catch((e: unknown) => ConnectError.from(e));
+    const err = await bindings
+      .createRoleBinding({ parent: org.uid, identityUid: identity.uid, roleUid: "viewer" })
+      .catch((e: unknown) => ConnectError.from(e));
     expect((err as ConnectError).code).toBe(Code.AlreadyExists);
-    const bad = await bindings.batchCreateRoleBindings({ parent: org.uid, requests: [{ identityUid: identity.uid, roleUid: "nope" }] }).catch((e: unknown) => ConnectError.from(e));
+    const bad = await bindings
+      .batchCreateRoleBindings({ parent: org.uid, requests: [{ identityUid: identity.uid, roleUid: "nope" }] })
+      .catch((e: unknown) => ConnectError.from(e));
     expect((bad as ConnectError).findDetails(BadRequestSchema)[0]?.fieldViolations[0]?.field).toBe("requests[0].role_uid");
   });
 });

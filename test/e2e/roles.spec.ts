@@ -8,7 +8,17 @@ import { BUILT_IN_ROLES, CAPABILITIES } from "../../src/authz/index.js";
 import { schema } from "../../src/db/index.js";
 import { connectClient, grpcStatusDetails, restClient, type JsonObject, type RestClient } from "../support/clients.js";
 import { grpcSuite } from "../support/grpc-suite.js";
-import { TIMESTAMP, createGroup, createRole, expectHeldUntilDeleted, expectInvalid, expectPrecondition, ok, restDetail, uidOf } from "../support/rest-iam.js";
+import {
+  TIMESTAMP,
+  createGroup,
+  createRole,
+  expectHeldUntilDeleted,
+  expectInvalid,
+  expectPrecondition,
+  ok,
+  restDetail,
+  uidOf,
+} from "../support/rest-iam.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 const BUILT_IN_NAMES = BUILT_IN_ROLES.map((r) => r.name);
@@ -36,8 +46,13 @@ describe("built-in roles", () => {
     const seeded = rows
       .map((r) => ({ uid: r.uid, path: r.path, name: r.name, description: r.description, capabilities: r.capabilities }))
       .sort((a, b) => a.uid.localeCompare(b.uid));
-    const catalog = BUILT_IN_ROLES.map((r) => ({ uid: r.uid, path: r.uid, name: r.name, description: r.description, capabilities: r.capabilities }))
-      .sort((a, b) => a.uid.localeCompare(b.uid));
+    const catalog = BUILT_IN_ROLES.map((r) => ({
+      uid: r.uid,
+      path: r.uid,
+      name: r.name,
+      description: r.description,
+      capabilities: r.capabilities,
+    })).sort((a, b) => a.uid.localeCompare(b.uid));
     expect(seeded).toEqual(catalog);
     // Every capability a built-in grants is in the catalog.
     for (const r of BUILT_IN_ROLES) for (const c of r.capabilities) expect(CAPABILITIES).toContain(c);
@@ -86,7 +101,10 @@ describe("built-in roles", () => {
       expect(expectPrecondition(del, "BUILT_IN_ROLE")).toBe(`role ${uid} is built in and cannot be deleted`);
     }
     const viewer = BUILT_IN_ROLES.find((r) => r.uid === "viewer")!;
-    expect(await ok(call("GET", "/iam/v2beta1/roles/viewer"))).toMatchObject({ description: viewer.description, capabilities: viewer.capabilities });
+    expect(await ok(call("GET", "/iam/v2beta1/roles/viewer"))).toMatchObject({
+      description: viewer.description,
+      capabilities: viewer.capabilities,
+    });
   });
 });
 
@@ -117,7 +135,12 @@ describe("custom roles over REST", () => {
   });
 
   it.each([
-    ["an unknown capability", { name: "r", capabilities: ["repo.list", "repo.destroy"] }, "capabilities[1]", 'unknown capability "repo.destroy"'],
+    [
+      "an unknown capability",
+      { name: "r", capabilities: ["repo.list", "repo.destroy"] },
+      "capabilities[1]",
+      'unknown capability "repo.destroy"',
+    ],
     ["no name", { capabilities: [] }, "name", "is required"],
     ["a long name", { name: "r".repeat(201) }, "name", "must be at most 200 characters"],
     ["a long description", { name: "r", description: "d".repeat(4097) }, "description", "must be at most 4096 characters"],
@@ -220,7 +243,10 @@ describe("roles over gRPC (@grpc/grpc-js)", () => {
     const org = await createGroup(call, "grpc-roles");
     const role = await rpc<RoleMsg>("CreateRole", { parent: uidOf(org), role: { name: "g", capabilities: ["repo.list"] } });
     expect(role).toMatchObject({ name: "g", capabilities: ["repo.list"], parent: uidOf(org) });
-    const updated = await rpc<RoleMsg>("UpdateRole", { role: { uid: role.uid, capabilities: ["repo.list", "tag.list"] }, update_mask: { paths: ["capabilities"] } });
+    const updated = await rpc<RoleMsg>("UpdateRole", {
+      role: { uid: role.uid, capabilities: ["repo.list", "tag.list"] },
+      update_mask: { paths: ["capabilities"] },
+    });
     expect(updated.capabilities).toEqual(["repo.list", "tag.list"]);
     expect(await rpc<RoleMsg>("GetRole", { uid: role.uid })).toEqual(updated);
     await rpc("DeleteRole", { uid: role.uid });
@@ -247,7 +273,9 @@ describe("roles over Connect", () => {
     const builtIn = await client.updateRole({ role: { uid: "viewer", name: "x" } }).catch((e: unknown) => ConnectError.from(e));
     expect((builtIn as ConnectError).code).toBe(Code.FailedPrecondition);
     expect((builtIn as ConnectError).findDetails(PreconditionFailureSchema)[0]?.violations[0]?.type).toBe("BUILT_IN_ROLE");
-    const bad = await client.createRole({ parent: uidOf(org), role: { name: "d", capabilities: ["x.y"] } }).catch((e: unknown) => ConnectError.from(e));
+    const bad = await client
+      .createRole({ parent: uidOf(org), role: { name: "d", capabilities: ["x.y"] } })
+      .catch((e: unknown) => ConnectError.from(e));
     expect((bad as ConnectError).findDetails(BadRequestSchema)[0]?.fieldViolations[0]).toMatchObject({ field: "capabilities[0]" });
   });
 });

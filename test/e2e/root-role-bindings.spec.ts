@@ -9,7 +9,18 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runCliInProcess as runCli } from "../support/cli-in-process.js";
 import { connectClient, restClient, type JsonObject, type Protocol, type RestClient } from "../support/clients.js";
-import { TIMESTAMP, bind, bootstrapIdentityUid, createGroup, createIdentity, createRole, expectInvalid, ok, restDetail, uidOf } from "../support/rest-iam.js";
+import {
+  TIMESTAMP,
+  bind,
+  bootstrapIdentityUid,
+  createGroup,
+  createIdentity,
+  createRole,
+  expectInvalid,
+  ok,
+  restDetail,
+  uidOf,
+} from "../support/rest-iam.js";
 import type { TestServer } from "../support/server.js";
 import { sharedServerAsAdmin } from "../support/shared-server.js";
 
@@ -26,7 +37,13 @@ beforeAll(async () => ({ server, call: admin } = await sharedServerAsAdmin()));
 
 /** A person as browser sign-in makes them (a root-level identity), and a token of theirs. */
 async function person(name: string): Promise<{ uid: string; call: RestClient; token: string }> {
-  const who = { issuer: "https://people.example", subject: `${name}-${++counter}`, email: `${name}@example.com`, emailVerified: true, name: `${name}@example.com` };
+  const who = {
+    issuer: "https://people.example",
+    subject: `${name}-${++counter}`,
+    email: `${name}@example.com`,
+    emailVerified: true,
+    name: `${name}@example.com`,
+  };
   const uid = await server.app.database.db.transaction((tx) => findOrCreatePersonIdentity(tx, who, server.clock.now()));
   const token = (await server.app.tokens.mint(uid, server.app.urls.baseUrl)).token;
   return { uid, call: restClient(server.url, token), token };
@@ -62,7 +79,13 @@ describe("root role bindings over REST", () => {
     const created = await ok(admin("POST", ROOT, { identityUid: ada.uid, roleUid: "owner" }));
     expect(created).toEqual({
       uid: uidOf(created),
-      identity: { uid: ada.uid, name: "ada@example.com", description: "Signed in through https://people.example", subject: expect.stringMatching(/^ada-/), issuer: "https://people.example" },
+      identity: {
+        uid: ada.uid,
+        name: "ada@example.com",
+        description: "Signed in through https://people.example",
+        subject: expect.stringMatching(/^ada-/),
+        issuer: "https://people.example",
+      },
       group: null,
       role: { uid: "owner", name: "owner", description: expect.any(String) },
       createTime: expect.stringMatching(TIMESTAMP),
@@ -70,7 +93,12 @@ describe("root role bindings over REST", () => {
     expect(created).not.toHaveProperty("updateTime");
     expect(created).not.toHaveProperty("roleUid");
     expect(await ok(admin("GET", `${ROOT}/${uidOf(created)}`))).toEqual(created);
-    expect(await ok(admin("GET", `${ROOT}?identity=${ada.uid}`))).toEqual({ rootRoleBindings: [created], nextPageToken: "", totalCount: "1", skipped: 0 });
+    expect(await ok(admin("GET", `${ROOT}?identity=${ada.uid}`))).toEqual({
+      rootRoleBindings: [created],
+      nextPageToken: "",
+      totalCount: "1",
+      skipped: 0,
+    });
     const owners = await ok(admin("GET", `${ROOT}?role=owner&order_by=create_time%20desc`));
     expect((owners["rootRoleBindings"] as JsonObject[]).map(uidOf)[0]).toBe(uidOf(created));
 
@@ -96,13 +124,19 @@ describe("root role bindings over REST", () => {
     const org = uidOf(await createGroup(admin, `visibility-${++counter}`));
     const robot = uidOf(await createIdentity(admin, org, { name: "robot" }));
     const custom = uidOf(await createRole(admin, org, { name: "custom", capabilities: ["repo.list"] }));
-    expect(expectInvalid(await admin("POST", ROOT, { identityUid: robot, roleUid: "viewer" }), "identity_uid")).toContain("not visible from the root");
-    expect(expectInvalid(await admin("POST", ROOT, { identityUid: ada.uid, roleUid: custom }), "role_uid")).toContain("not visible from the root");
-    expect(expectInvalid(await admin("POST", ROOT, { identityUid: "0123456789abcdef", roleUid: "viewer" }), "identity_uid")).toContain("does not exist");
+    expect(expectInvalid(await admin("POST", ROOT, { identityUid: robot, roleUid: "viewer" }), "identity_uid")).toContain(
+      "not visible from the root",
+    );
+    expect(expectInvalid(await admin("POST", ROOT, { identityUid: ada.uid, roleUid: custom }), "role_uid")).toContain(
+      "not visible from the root",
+    );
+    expect(expectInvalid(await admin("POST", ROOT, { identityUid: "0123456789abcdef", roleUid: "viewer" }), "identity_uid")).toContain(
+      "does not exist",
+    );
     expectInvalid(await admin("POST", ROOT, { identityUid: ada.uid }), "role_uid");
     expectInvalid(await admin("POST", ROOT, { roleUid: "viewer" }), "identity_uid");
     expectInvalid(await admin("POST", ROOT, { identityUid: ada.uid, roleUid: "admin" }), "role_uid");
-    expect(((await ok(admin("GET", `${ROOT}?identity=${ada.uid}`)))["totalCount"])).toBe("0");
+    expect((await ok(admin("GET", `${ROOT}?identity=${ada.uid}`)))["totalCount"]).toBe("0");
   });
 
   it("deleting the identity deletes its root bindings", async () => {
@@ -120,7 +154,9 @@ describe("root role bindings over REST", () => {
     const first = await ok(admin("GET", `${ROOT}?role=viewer&order_by=create_time&page_size=2`));
     expect(Number(first["totalCount"])).toBeGreaterThanOrEqual(3);
     expect(first["rootRoleBindings"]).toHaveLength(2);
-    const rest = await ok(admin("GET", `${ROOT}?role=viewer&order_by=create_time&page_size=2&page_token=${first["nextPageToken"] as string}`));
+    const rest = await ok(
+      admin("GET", `${ROOT}?role=viewer&order_by=create_time&page_size=2&page_token=${first["nextPageToken"] as string}`),
+    );
     const seen = [...(first["rootRoleBindings"] as JsonObject[]), ...(rest["rootRoleBindings"] as JsonObject[])].map(uidOf);
     expect(new Set(seen).size).toBe(Number(first["totalCount"]));
     expectInvalid(await admin("GET", `${ROOT}?order_by=name`), "order_by");
@@ -155,7 +191,9 @@ describe("who may use root role bindings", () => {
     // refuse a root binder with a narrower role: one is bound at the root here directly in the database.
     const org = uidOf(await createGroup(admin, `ceiling-${++counter}`));
     const viewerCaps = ((await ok(admin("GET", "/iam/v2beta1/roles/viewer")))["capabilities"] as string[]) ?? [];
-    const binder = uidOf(await createRole(admin, org, { name: "root-binder", capabilities: [...new Set([...viewerCaps, "role_bindings.create"])] }));
+    const binder = uidOf(
+      await createRole(admin, org, { name: "root-binder", capabilities: [...new Set([...viewerCaps, "role_bindings.create"])] }),
+    );
     const erin = await person("erin");
     await server.app.database.db
       .insert(schema.rootRoleBindings)
@@ -183,7 +221,9 @@ describe.each<Protocol>(["grpc", "connect", "grpc-web"])("root role bindings ove
     expect(listed.rootRoleBindings.map((b) => b.uid)).toEqual([created.uid]);
     expect(listed.totalCount).toBe(1n);
 
-    const dup = await client.createRootRoleBinding({ identityUid: gina.uid, roleUid: "editor" }).catch((e: unknown) => ConnectError.from(e));
+    const dup = await client
+      .createRootRoleBinding({ identityUid: gina.uid, roleUid: "editor" })
+      .catch((e: unknown) => ConnectError.from(e));
     expect((dup as ConnectError).code).toBe(Code.AlreadyExists);
     const bad = await client.createRootRoleBinding({ identityUid: gina.uid, roleUid: "nope" }).catch((e: unknown) => ConnectError.from(e));
     expect((bad as ConnectError).code).toBe(Code.InvalidArgument);
@@ -211,7 +251,11 @@ describe.each<Protocol>(["grpc", "connect", "grpc-web"])("root role bindings ove
       ["delete NUL", () => client.deleteRootRoleBinding({ uid: "\u0000" }), "uid"],
       ["delete empty", () => client.deleteRootRoleBinding({ uid: "" }), "uid"],
       ["create NUL identity", () => client.createRootRoleBinding({ identityUid: "x\u0000", roleUid: "viewer" }), "identity_uid"],
-      ["create huge role", () => client.createRootRoleBinding({ identityUid: "0123456789abcdef", roleUid: "r".repeat(100_000) }), "role_uid"],
+      [
+        "create huge role",
+        () => client.createRootRoleBinding({ identityUid: "0123456789abcdef", roleUid: "r".repeat(100_000) }),
+        "role_uid",
+      ],
       ["create surrogate", () => client.createRootRoleBinding({ identityUid: "0123456789abcdef", roleUid: "\ud800" }), "role_uid"],
       ["list NUL identity", () => client.listRootRoleBindings({ identity: "\u0000" }), "identity"],
       ["list huge role", () => client.listRootRoleBindings({ role: "😀".repeat(50_000) }), "role"],
@@ -259,7 +303,11 @@ describe("platformctl iam root-role-bindings", () => {
   it("creates, lists, gets and deletes root bindings; -o json is the REST JSON", async () => {
     const configDir = await mkdtemp(join(tmpdir(), "platformctl-root-"));
     try {
-      const cli = (...args: string[]) => runCli(["--api", server.url, "iam", "root-role-bindings", ...args], { PLATFORM_CONFIG_DIR: configDir, PLATFORM_TOKEN: server.token });
+      const cli = (...args: string[]) =>
+        runCli(["--api", server.url, "iam", "root-role-bindings", ...args], {
+          PLATFORM_CONFIG_DIR: configDir,
+          PLATFORM_TOKEN: server.token,
+        });
       const hana = await person("hana");
       const created = await cli("create", "--identity", hana.uid, "--role", "viewer", "-o", "json");
       expect(created.code, created.stderr).toBe(0);
@@ -281,7 +329,10 @@ describe("platformctl iam root-role-bindings", () => {
       // An organization's owner is refused (exit 4).
       const org = uidOf(await createGroup(admin, `cli-${++counter}`));
       await ok(bind(admin, org, hana.uid, "owner"));
-      const refused = await runCli(["--api", server.url, "iam", "root-role-bindings", "list"], { PLATFORM_CONFIG_DIR: configDir, PLATFORM_TOKEN: hana.token });
+      const refused = await runCli(["--api", server.url, "iam", "root-role-bindings", "list"], {
+        PLATFORM_CONFIG_DIR: configDir,
+        PLATFORM_TOKEN: hana.token,
+      });
       expect(refused.code).toBe(4);
     } finally {
       await rm(configDir, { recursive: true, force: true });

@@ -125,7 +125,8 @@ describe("secrets at rest", () => {
     const secrets = server.app.secrets;
     const plain = opened(secrets, await rawRows(server));
     for (const s of plain.settings) await db.update(schema.settings).set({ value: s.value }).where(eq(schema.settings.key, s.key));
-    for (const jwk of plain.privateJwks) await db.update(schema.signingKeys).set({ privateJwk: jwk }).where(eq(schema.signingKeys.kid, jwk.kid!));
+    for (const jwk of plain.privateJwks)
+      await db.update(schema.signingKeys).set({ privateJwk: jwk }).where(eq(schema.signingKeys.kid, jwk.kid!));
     for (const c of plain.clientSecrets) {
       await db.update(schema.identityProviders).set({ oidcClientSecret: c.secret }).where(eq(schema.identityProviders.uid, c.uid));
     }
@@ -169,7 +170,8 @@ describe("secrets at rest", () => {
         plain = opened(before.app.secrets, await rawRows(before));
         const db = before.app.database.db;
         for (const s of plain.settings) await db.update(schema.settings).set({ value: s.value }).where(eq(schema.settings.key, s.key));
-        for (const jwk of plain.privateJwks) await db.update(schema.signingKeys).set({ privateJwk: jwk }).where(eq(schema.signingKeys.kid, jwk.kid!));
+        for (const jwk of plain.privateJwks)
+          await db.update(schema.signingKeys).set({ privateJwk: jwk }).where(eq(schema.signingKeys.kid, jwk.kid!));
         for (const c of plain.clientSecrets) {
           await db.update(schema.identityProviders).set({ oidcClientSecret: c.secret }).where(eq(schema.identityProviders.uid, c.uid));
         }

@@ -38,7 +38,11 @@ describe("graceful shutdown", () => {
         `${server.url}/iam/v2beta1/groups`,
         {
           method: "POST",
-          headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+          headers: {
+            authorization: `Bearer ${server.token}`,
+            "content-type": "application/json",
+            "content-length": Buffer.byteLength(body),
+          },
         },
         (res) => {
           let text = "";
@@ -67,11 +71,29 @@ describe("TLS with ALPN", () => {
   let cert: Buffer;
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), "platform-tls-"));
-    execFileSync("openssl", [
-      "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
-      "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
-      "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"),
-    ], { stdio: "ignore" });
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=localhost",
+        "-addext",
+        "subjectAltName=DNS:localhost,IP:127.0.0.1",
+        "-keyout",
+        join(dir, "key.pem"),
+        "-out",
+        join(dir, "cert.pem"),
+      ],
+      { stdio: "ignore" },
+    );
     cert = await readFile(join(dir, "cert.pem"));
     server = await startTestServer({ PLATFORM_TLS_CERT: join(dir, "cert.pem"), PLATFORM_TLS_KEY: join(dir, "key.pem") });
   });
@@ -94,12 +116,16 @@ describe("TLS with ALPN", () => {
     expect(g.uid).toMatch(/^[0-9a-f]{40}$/);
 
     const viaH1 = await new Promise<{ status: number; alpn: string | false; text: string }>((resolve, reject) => {
-      const req = https.request(`${baseUrl}/iam/v2beta1/groups/${g.uid}`, { headers: { authorization: `Bearer ${server.token}` }, ca: cert, ALPNProtocols: ["http/1.1"] } as https.RequestOptions, (res) => {
-        let text = "";
-        const alpn = (res.socket as TLSSocket).alpnProtocol ?? false;
-        res.on("data", (c: Buffer) => (text += c.toString()));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, alpn, text }));
-      });
+      const req = https.request(
+        `${baseUrl}/iam/v2beta1/groups/${g.uid}`,
+        { headers: { authorization: `Bearer ${server.token}` }, ca: cert, ALPNProtocols: ["http/1.1"] } as https.RequestOptions,
+        (res) => {
+          let text = "";
+          const alpn = (res.socket as TLSSocket).alpnProtocol ?? false;
+          res.on("data", (c: Buffer) => (text += c.toString()));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, alpn, text }));
+        },
+      );
       req.on("error", reject);
       req.end();
     });

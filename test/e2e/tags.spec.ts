@@ -4,7 +4,14 @@ import grpc from "@grpc/grpc-js";
 import { beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { TagsService } from "../../gen/platform/registry/v2beta1/tags_pb.js";
-import { connectClient, grpcStatusDetails, type JsonObject, type Protocol, type RestResponse, type RestClient } from "../support/clients.js";
+import {
+  connectClient,
+  grpcStatusDetails,
+  type JsonObject,
+  type Protocol,
+  type RestResponse,
+  type RestClient,
+} from "../support/clients.js";
 import { grpcSuite } from "../support/grpc-suite.js";
 import { connectFailure } from "../support/connect-failure.js";
 import { expectInvalid, ok as okBody, restDetail } from "../support/rest-iam.js";
@@ -46,7 +53,10 @@ async function listAll(query: string, pageSize: number): Promise<{ names: string
   let token = "";
   let pages = 0;
   do {
-    const page = await ok("GET", `/registry/v2beta1/tags?${query}&page_size=${pageSize}${token ? `&page_token=${encodeURIComponent(token)}` : ""}`);
+    const page = await ok(
+      "GET",
+      `/registry/v2beta1/tags?${query}&page_size=${pageSize}${token ? `&page_token=${encodeURIComponent(token)}` : ""}`,
+    );
     pages++;
     totals.push(page["totalCount"] as string);
     names.push(...(page["tags"] as JsonObject[]).map((t) => t["name"] as string));
@@ -126,7 +136,10 @@ describe("tags over REST", () => {
     const moved = await ok("PATCH", `/registry/v2beta1/tags/${tag["uid"]}`, { digest: digest("c") });
     expect(moved).toMatchObject({ name: "latest", digest: digest("c"), deprecated: false, createTime: tag["createTime"] });
     expect(moved["updateTime"]).not.toBe(tag["updateTime"]);
-    const masked = await ok("PATCH", `/registry/v2beta1/tags/${tag["uid"]}?updateMask=deprecated`, { deprecated: true, digest: digest("d") });
+    const masked = await ok("PATCH", `/registry/v2beta1/tags/${tag["uid"]}?updateMask=deprecated`, {
+      deprecated: true,
+      digest: digest("d"),
+    });
     expect(masked).toMatchObject({ digest: digest("c"), deprecated: true });
     expectViolation(await call("PATCH", `/registry/v2beta1/tags/${tag["uid"]}`, { digest: "sha256:nope" }), "digest", DIGEST_RULE);
     expectViolation(await call("PATCH", `/registry/v2beta1/tags/${tag["uid"]}`, { name: "a b" }), "name", TAG_NAME_RULE);
@@ -157,7 +170,16 @@ describe("tags over REST", () => {
 
     it("scopes by repo (children_of) and by group (descendants_of)", async () => {
       expect((await listAll(`uidp.children_of=${repo}&order_by=name`, 50)).names).toEqual(["t0", "t1", "t2", "t3", "t4", "t5", "t6"]);
-      expect((await listAll(`uidp.descendants_of=${group}&order_by=name`, 50)).names).toEqual(["t0", "t0", "t1", "t2", "t3", "t4", "t5", "t6"]);
+      expect((await listAll(`uidp.descendants_of=${group}&order_by=name`, 50)).names).toEqual([
+        "t0",
+        "t0",
+        "t1",
+        "t2",
+        "t3",
+        "t4",
+        "t5",
+        "t6",
+      ]);
       expect((await listAll(`uidp.descendants_of=${repo}&order_by=name`, 50)).names).toHaveLength(7);
     });
 
@@ -190,10 +212,16 @@ describe("tags over REST", () => {
     it("binds page tokens to the filter", async () => {
       const first = await ok("GET", `/registry/v2beta1/tags?uidp.children_of=${repo}&digest=${digest("a")}&page_size=1`);
       const token = encodeURIComponent(first["nextPageToken"] as string);
-      const other = await call("GET", `/registry/v2beta1/tags?uidp.children_of=${repo}&digest=${digest("b")}&page_size=1&page_token=${token}`);
+      const other = await call(
+        "GET",
+        `/registry/v2beta1/tags?uidp.children_of=${repo}&digest=${digest("b")}&page_size=1&page_token=${token}`,
+      );
       expect(other.status).toBe(400);
       expect(restDetail(other, "BadRequest")).toMatchObject({ fieldViolations: [{ field: "page_token" }] });
-      const later = await call("GET", `/registry/v2beta1/tags?uidp.children_of=${repo}&digest=${digest("a")}&updatedSince=${since}&page_size=1&page_token=${token}`);
+      const later = await call(
+        "GET",
+        `/registry/v2beta1/tags?uidp.children_of=${repo}&digest=${digest("a")}&updatedSince=${since}&page_size=1&page_token=${token}`,
+      );
       expect(later.status).toBe(400);
     });
 

@@ -40,7 +40,12 @@ interface ClaimMatch {
  * An identity row written directly (the API refuses some of these shapes): in the test's group of
  * `target` by default, or at `parent` (null: the root level, with the `uid` given).
  */
-async function makeIdentity(match: ClaimMatch, target: TestServer = server, parent: string | null = groupUid, rootUid = ""): Promise<string> {
+async function makeIdentity(
+  match: ClaimMatch,
+  target: TestServer = server,
+  parent: string | null = groupUid,
+  rootUid = "",
+): Promise<string> {
   const now = target.clock.now();
   const uid = parent === null ? rootUid : newChildUid(parent);
   await target.app.database.db.insert(schema.identities).values({
@@ -85,7 +90,12 @@ describe("token exchange (/sts/exchange)", () => {
 
   it("accepts POST and the registry audience", async () => {
     const identity = await makeIdentity({ claimIssuer: provider.issuer, claimSubject: "workload-a" });
-    const res = await exchange(identity, await provider.workloadToken("workload-a", server.app.urls.authUrl), server.app.urls.registryAudience, "POST");
+    const res = await exchange(
+      identity,
+      await provider.workloadToken("workload-a", server.app.urls.authUrl),
+      server.app.urls.registryAudience,
+      "POST",
+    );
     expect(res.status).toBe(200);
     expect(decodeJwt(res.body["token"] as string).aud).toBe(server.app.urls.registryAudience);
   });
@@ -117,7 +127,11 @@ describe("token exchange (/sts/exchange)", () => {
   });
 
   it("matches claim_match.audience_pattern against every aud of the token", async () => {
-    const identity = await makeIdentity({ claimIssuer: provider.issuer, claimSubject: "workload-a", claimAudiencePattern: "urn:deploy:(staging|prod)" });
+    const identity = await makeIdentity({
+      claimIssuer: provider.issuer,
+      claimSubject: "workload-a",
+      claimAudiencePattern: "urn:deploy:(staging|prod)",
+    });
     expect((await exchange(identity, await provider.workloadToken("workload-a", "urn:deploy:prod"))).status).toBe(200);
     expect((await exchange(identity, await provider.workloadToken("workload-a", "urn:deploy:prod:other"))).status).toBe(401);
     expect((await exchange(identity, await provider.workloadToken("workload-a", server.app.urls.authUrl))).status).toBe(401);
@@ -165,7 +179,11 @@ describe("token exchange (/sts/exchange)", () => {
       ["identity", `${server.url}/sts/exchange?aud=${encodeURIComponent(server.app.urls.baseUrl)}&identity=%00`, "identity"],
       ["identity", `${server.url}/sts/exchange?aud=${encodeURIComponent(server.app.urls.baseUrl)}&identity=${identity}%00`, "identity"],
       ["aud", `${server.url}/sts/exchange?aud=a%00b&identity=${identity}`, "aud"],
-      ["identity", `${server.url}/sts/exchange?aud=${encodeURIComponent(server.app.urls.baseUrl)}&identity=${"a".repeat(5000)}`, "identity"],
+      [
+        "identity",
+        `${server.url}/sts/exchange?aud=${encodeURIComponent(server.app.urls.baseUrl)}&identity=${"a".repeat(5000)}`,
+        "identity",
+      ],
       ["identity", `${server.url}/sts/exchange?aud=${encodeURIComponent(server.app.urls.baseUrl)}&identity=%ED%A0%80`, "identity"],
     ];
     for (const [label, url, field] of cases) {
@@ -174,7 +192,7 @@ describe("token exchange (/sts/exchange)", () => {
       expect(res.status, label).toBe(400);
       expect(body["code"], label).toBe(3);
       const badRequest = (body["details"] as JsonObject[]).find((d) => String(d["@type"]).endsWith("BadRequest"));
-      expect((badRequest?.["fieldViolations"] as JsonObject[])[0]?.["field"], label).toBe(field);
+      expect((badRequest!["fieldViolations"] as JsonObject[])[0]?.["field"], label).toBe(field);
     }
   });
 

@@ -3,7 +3,17 @@ import grpc from "@grpc/grpc-js";
 import { beforeAll, describe, expect, it } from "vitest";
 import { grpcStatusDetails, restClient, type JsonObject, type JsonValue, type RestClient } from "../support/clients.js";
 import { grpcSuite } from "../support/grpc-suite.js";
-import { TIMESTAMP, bind, createGroup, createIdentity, expectInvalid, expectPrecondition, ok, restDetail, uidOf } from "../support/rest-iam.js";
+import {
+  TIMESTAMP,
+  bind,
+  createGroup,
+  createIdentity,
+  expectInvalid,
+  expectPrecondition,
+  ok,
+  restDetail,
+  uidOf,
+} from "../support/rest-iam.js";
 import type { TestServer } from "../support/server.js";
 import { sharedServerAsAdmin } from "../support/shared-server.js";
 
@@ -122,7 +132,10 @@ describe("groups in v1", () => {
     expect(none["resourceLimits"]).toEqual({ clusters: 0, idps: 0, repositories: 0 });
     expect((await get(`/iam/v2beta1/groups/${none["id"]}`))["resourceLimits"]).toEqual({});
     // Integers only.
-    expectInvalid(await call("POST", "/iam/v1/groups", { name: "x", resourceLimits: { clusters: "many" } }), "group.resourceLimits.clusters");
+    expectInvalid(
+      await call("POST", "/iam/v1/groups", { name: "x", resourceLimits: { clusters: "many" } }),
+      "group.resourceLimits.clusters",
+    );
     expectInvalid(await call("POST", "/iam/v1/groups", { name: "x", resourceLimits: { gpus: 1 } }), "group.resourceLimits.gpus");
   });
 
@@ -250,7 +263,14 @@ async function insertChildGroups(org: string, n: number, description = ""): Prom
 }
 
 describe("identities in v1", () => {
-  const claims = { issuer: "https://issuer.example", subject: "repo:a/b", issuerPattern: "https://issuer\\.example/.*", subjectPattern: "repo:.*", audience: "api", audiencePattern: "" };
+  const claims = {
+    issuer: "https://issuer.example",
+    subject: "repo:a/b",
+    issuerPattern: "https://issuer\\.example/.*",
+    subjectPattern: "repo:.*",
+    audience: "api",
+    audiencePattern: "",
+  };
 
   it("agree with v2 both ways, field by field", async () => {
     const org = await newOrg();
@@ -280,7 +300,10 @@ describe("identities in v1", () => {
     await createIdentity(call, org, { name: "b" });
     expect((await items(`/iam/v1/identities?uidp.children_of=${org}&name=a`)).map((i) => i["id"])).toEqual([a]);
     expect(await items(`/iam/v1/identities?uidp.children_of=${org}`)).toHaveLength(2);
-    expectInvalid(await call("POST", `/iam/v1/identities/${org}`, { name: "bad", claimMatch: { subjectPattern: "(" } }), "claim_match.subject_pattern");
+    expectInvalid(
+      await call("POST", `/iam/v1/identities/${org}`, { name: "bad", claimMatch: { subjectPattern: "(" } }),
+      "claim_match.subject_pattern",
+    );
     expectInvalid(await call("POST", `/iam/v1/identities/${org}`, { description: "no name" }), "name");
     expect(await ok(call("DELETE", `/iam/v1/identities/${a}`))).toEqual({});
     expect(await items(`/iam/v1/identities?id=${a}`)).toEqual([]);
@@ -294,7 +317,11 @@ describe("roles in v1", () => {
     expect(viewer["parent"]).toBe("");
 
     const org = await newOrg();
-    const fromV2 = await post(`/iam/v2beta1/roles/${org}`, { name: "puller", description: "pulls", capabilities: ["repo.list", "tag.list"] });
+    const fromV2 = await post(`/iam/v2beta1/roles/${org}`, {
+      name: "puller",
+      description: "pulls",
+      capabilities: ["repo.list", "tag.list"],
+    });
     expect(await v1One("/iam/v1/roles", uidOf(fromV2))).toEqual(v1View(fromV2));
     const fromV1 = await post(`/iam/v1/roles/${org}`, { name: "pusher", description: "pushes", capabilities: ["repo.create"] });
     expect(fromV1["id"]).toMatch(/^[0-9a-f]{16}$/);
@@ -515,7 +542,10 @@ describe("groups over gRPC (@grpc/grpc-js)", () => {
     expect(status.details.find((d) => d.type === "google.rpc.BadRequest")?.value).toMatchObject({
       fieldViolations: [{ field: "name", description: GROUP_NAME_RULE }],
     });
-    expect(status.details.find((d) => d.type === "google.rpc.ErrorInfo")?.value).toMatchObject({ reason: "INVALID_ARGUMENT", domain: "iam.localhost" });
+    expect(status.details.find((d) => d.type === "google.rpc.ErrorInfo")?.value).toMatchObject({
+      reason: "INVALID_ARGUMENT",
+      domain: "iam.localhost",
+    });
     const missing = await failure(rpc("UpdateGroup", { group: { id: "0".repeat(40), name: "x" } }));
     expect(missing.code).toBe(grpc.status.NOT_FOUND);
     const noId = await failure(rpc("UpdateGroup", { group: { name: "x" } }));

@@ -70,16 +70,29 @@ beforeAll(async () => {
   // Real resources, so that odd uids land next to real rows and the admin's requests reach the database.
   const org = uidOf(await createGroup(admin, "fuzz-org"));
   const team = uidOf(await createGroup(admin, "team", org));
-  const identity = uidOf(await createIdentity(admin, org, { name: "robot", claimMatch: { issuer: "https://issuer.invalid", subject: "ci" } }));
-  const patterned = uidOf(await createIdentity(admin, team, { name: "patterned", claimMatch: { issuerPattern: "https://issuer\\.invalid/.*", subjectPattern: ".*" } }));
+  const identity = uidOf(
+    await createIdentity(admin, org, { name: "robot", claimMatch: { issuer: "https://issuer.invalid", subject: "ci" } }),
+  );
+  const patterned = uidOf(
+    await createIdentity(admin, team, {
+      name: "patterned",
+      claimMatch: { issuerPattern: "https://issuer\\.invalid/.*", subjectPattern: ".*" },
+    }),
+  );
   const role = uidOf(await createRole(admin, org, { name: "custom", capabilities: ["repo.list"] }));
   const binding = uidOf(await ok(bind(admin, org, identity, role)));
   const repo = uidOf(await ok(admin("POST", `/registry/v2beta1/repos/${org}`, { name: "app" })));
   const tag = uidOf(await ok(admin("POST", `/registry/v2beta1/tags/${repo}`, { name: "v1", digest: `sha256:${"a".repeat(64)}` })));
-  const idp = uidOf(await ok(admin("POST", `/iam/v2beta1/identityProviders/${org}`, { name: "sso", oidc: { issuer: "https://accounts.invalid", clientId: "c" } })));
+  const idp = uidOf(
+    await ok(
+      admin("POST", `/iam/v2beta1/identityProviders/${org}`, { name: "sso", oidc: { issuer: "https://accounts.invalid", clientId: "c" } }),
+    ),
+  );
   const invite = uidOf(await ok(admin("POST", `/iam/v2beta1/groupInvites/${org}`, { roleUid: "viewer", ttl: "3600s" })));
   await ok(admin("POST", `/iam/v2beta1/accountAssociations/${team}`, { name: "a", amazon: { account: "123456789012" } }));
-  const imported = await ok(admin("POST", "/vulnerabilities/v2beta1/advisories:import", { documents: [{ id: "CVE-2099-0001", modified: "2024-01-01T00:00:00Z" }] }));
+  const imported = await ok(
+    admin("POST", "/vulnerabilities/v2beta1/advisories:import", { documents: [{ id: "CVE-2099-0001", modified: "2024-01-01T00:00:00Z" }] }),
+  );
   const advisory = ((imported["results"] as JsonObject[])[0]?.["uid"] as string | undefined) ?? "";
 
   const baseUrl = server.app.urls.baseUrl;
@@ -93,8 +106,21 @@ beforeAll(async () => {
     tokens: {
       admin: server.token,
       others: [registry, member, ghost],
-      issuers: [baseUrl, server.url, "https://issuer.invalid", "http://127.0.0.1:9", "http://[::1]:9/", "http://169.254.169.254/latest", "https://localhost:1", "file:///etc/passwd"],
-      subjects: ["ci", identity, server.token.split(".")[1] ? JSON.parse(Buffer.from(server.token.split(".")[1]!, "base64url").toString()).sub : "x"],
+      issuers: [
+        baseUrl,
+        server.url,
+        "https://issuer.invalid",
+        "http://127.0.0.1:9",
+        "http://[::1]:9/",
+        "http://169.254.169.254/latest",
+        "https://localhost:1",
+        "file:///etc/passwd",
+      ],
+      subjects: [
+        "ci",
+        identity,
+        server.token.split(".")[1] ? JSON.parse(Buffer.from(server.token.split(".")[1]!, "base64url").toString()).sub : "x",
+      ],
     },
     timeoutMs: REQUEST_TIMEOUT_MS,
     http: { dispatcher: agent, previous: "" },
@@ -125,7 +151,9 @@ async function fuzz<T>(label: string, offset: number, cases: () => fc.Arbitrary<
       if (ms > slowest.ms) Object.assign(slowest, { ms, outcome: verdict.outcome });
       if (ms > MAX_REQUEST_MS) throw new Error(`answered ${verdict.outcome} after ${Math.round(ms)} ms, more than ${MAX_REQUEST_MS} ms`);
       if (figures.heapPeakMb - figures.heapStartMb > MAX_HEAP_GROWTH_MB) {
-        throw new Error(`the heap grew from ${Math.round(figures.heapStartMb)} MB to ${Math.round(figures.heapPeakMb)} MB, more than ${MAX_HEAP_GROWTH_MB} MB`);
+        throw new Error(
+          `the heap grew from ${Math.round(figures.heapStartMb)} MB to ${Math.round(figures.heapPeakMb)} MB, more than ${MAX_HEAP_GROWTH_MB} MB`,
+        );
       }
     }),
     { numRuns: RUNS, seed, plugins: [fc.interruptAfterTimeLimit(PROPERTY_TIME_LIMIT_MS)] },
@@ -136,7 +164,10 @@ async function fuzz<T>(label: string, offset: number, cases: () => fc.Arbitrary<
     `fuzz ${label}: ${details.numRuns} runs, slowest ${Math.round(slowest.ms)} ms (${slowest.outcome}), heap ${Math.round(heapMb())} MB (peak ${Math.round(figures.heapPeakMb)} MB), outcomes ${JSON.stringify(Object.fromEntries([...outcomes].sort()))}`,
   );
   if (details.failed) {
-    const error = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance ?? "interrupted or too many skips");
+    const error =
+      details.errorInstance instanceof Error
+        ? details.errorInstance.message
+        : String(details.errorInstance ?? "interrupted or too many skips");
     throw new Error(
       [
         `${label}: the server failed after ${details.numRuns} runs (${details.numShrinks} shrinks).`,
@@ -149,22 +180,58 @@ async function fuzz<T>(label: string, offset: number, cases: () => fc.Arbitrary<
 }
 
 describe("fuzz: no 5xx, no INTERNAL/UNKNOWN, no hang", () => {
-  it("every REST route", async () => {
-    await fuzz("REST", 0, () => restCases(ctx), (c) => runRest(ctx, c));
-  }, TEST_TIMEOUT_MS);
+  it(
+    "every REST route",
+    async () => {
+      await fuzz(
+        "REST",
+        0,
+        () => restCases(ctx),
+        (c) => runRest(ctx, c),
+      );
+    },
+    TEST_TIMEOUT_MS,
+  );
 
-  it("every RPC over gRPC, gRPC-Web and Connect (Connect-ES clients)", async () => {
-    const all = transports(server.url);
-    await fuzz("RPC", 1, () => rpcCases(ctx), (c) => runRpc(ctx, all, c));
-  }, TEST_TIMEOUT_MS);
+  it(
+    "every RPC over gRPC, gRPC-Web and Connect (Connect-ES clients)",
+    async () => {
+      const all = transports(server.url);
+      await fuzz(
+        "RPC",
+        1,
+        () => rpcCases(ctx),
+        (c) => runRpc(ctx, all, c),
+      );
+    },
+    TEST_TIMEOUT_MS,
+  );
 
-  it("every Connect and gRPC-Web endpoint, with raw and misframed JSON and protobuf bodies", async () => {
-    await fuzz("raw bodies", 2, () => rawConnectCases(ctx), (c) => runRawConnect(ctx, c));
-  }, TEST_TIMEOUT_MS);
+  it(
+    "every Connect and gRPC-Web endpoint, with raw and misframed JSON and protobuf bodies",
+    async () => {
+      await fuzz(
+        "raw bodies",
+        2,
+        () => rawConnectCases(ctx),
+        (c) => runRawConnect(ctx, c),
+      );
+    },
+    TEST_TIMEOUT_MS,
+  );
 
-  it("the token exchange, ops, discovery and login routes", async () => {
-    await fuzz("plain routes", 3, () => plainCases(ctx), (c) => runPlain(ctx, c));
-  }, TEST_TIMEOUT_MS);
+  it(
+    "the token exchange, ops, discovery and login routes",
+    async () => {
+      await fuzz(
+        "plain routes",
+        3,
+        () => plainCases(ctx),
+        (c) => runPlain(ctx, c),
+      );
+    },
+    TEST_TIMEOUT_MS,
+  );
 });
 
 describe("after the fuzzing", () => {

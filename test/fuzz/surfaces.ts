@@ -53,7 +53,12 @@ const MAX_SHOWN = 600;
 
 /** A string for a failure message: long ones cut, and their length and odd characters made visible. */
 export function show(value: unknown): string {
-  const text = typeof value === "string" ? value : (JSON.stringify(value, (_k, v: unknown) => (typeof v === "bigint" ? `${v}n` : v instanceof Uint8Array ? `<${v.length} bytes>` : v)) ?? String(value));
+  const text =
+    typeof value === "string"
+      ? value
+      : (JSON.stringify(value, (_k, v: unknown) =>
+          typeof v === "bigint" ? `${v}n` : v instanceof Uint8Array ? `<${v.length} bytes>` : v,
+        ) ?? String(value));
   const escaped = JSON.stringify(text.length > MAX_SHOWN ? text.slice(0, MAX_SHOWN) : text);
   return text.length > MAX_SHOWN ? `${escaped}…(${text.length} chars)` : escaped;
 }
@@ -93,13 +98,21 @@ async function send(
   try {
     // The server's answer is what is judged: a redirect (login errors go back to the CLI's
     // loopback callback) is not followed to an address nobody listens on.
-    const res = await fetch(url, { ...init, redirect: "manual", dispatcher: ctx.http.dispatcher, signal: AbortSignal.timeout(ctx.timeoutMs) });
+    const res = await fetch(url, {
+      ...init,
+      redirect: "manual",
+      dispatcher: ctx.http.dispatcher,
+      signal: AbortSignal.timeout(ctx.timeoutMs),
+    });
     return { status: res.status, text: await res.text(), headers: res.headers as unknown as Headers };
   } catch (e) {
     const err = e as Error & { cause?: unknown };
     if (err.name === "TimeoutError") return { error: `no answer within ${ctx.timeoutMs} ms${blame}` };
-    if (err instanceof TypeError && err.message !== "fetch failed") throw new Error(`the test could not send this request (a generator bug): ${err.message}`);
-    return { error: `connection failed: ${err.message} ${err.cause instanceof Error ? err.cause.message : String(err.cause ?? "")}${blame}` };
+    if (err instanceof TypeError && err.message !== "fetch failed")
+      throw new Error(`the test could not send this request (a generator bug): ${err.message}`);
+    return {
+      error: `connection failed: ${err.message} ${err.cause instanceof Error ? err.cause.message : String(err.cause ?? "")}${blame}`,
+    };
   }
 }
 
@@ -138,7 +151,24 @@ const COMMON_QUERY_NAMES = [
   "updated_since",
 ];
 
-const ORDER_BY = ["name", "name desc", "uid asc", "create_time", "created_at desc", "update_time", "name,uid", "name desc desc", "nope", "", " ", "name  desc", "NAME", "name DESC", "-name", "name;drop"];
+const ORDER_BY = [
+  "name",
+  "name desc",
+  "uid asc",
+  "create_time",
+  "created_at desc",
+  "update_time",
+  "name,uid",
+  "name desc desc",
+  "nope",
+  "",
+  " ",
+  "name  desc",
+  "NAME",
+  "name DESC",
+  "-name",
+  "name;drop",
+];
 
 /** Query parameter names a request message accepts (proto and JSON names, dotted into sub-messages). */
 function queryNames(desc: DescMessage, prefix: string[] = [], depth = 0): string[] {
@@ -178,7 +208,15 @@ export function restCases(ctx: FuzzContext): fc.Arbitrary<RestCase> {
   const strings = fc.oneof({ weight: 2, arbitrary: uids }, { weight: 2, arbitrary: nastyString }, { weight: 1, arbitrary: benignString });
   const json = new JsonFromDescriptor({ strings, maxDepth: 3 });
   // Mostly ordinary requests with now and then a hostile string: these pass validation and reach the database.
-  const ordinary = new JsonFromDescriptor({ strings: fc.oneof({ weight: 4, arbitrary: benignString }, { weight: 2, arbitrary: fc.constantFrom(...ctx.known) }, { weight: 1, arbitrary: nastyString }), maxDepth: 3, wellTyped: true });
+  const ordinary = new JsonFromDescriptor({
+    strings: fc.oneof(
+      { weight: 4, arbitrary: benignString },
+      { weight: 2, arbitrary: fc.constantFrom(...ctx.known) },
+      { weight: 1, arbitrary: nastyString },
+    ),
+    maxDepth: 3,
+    wellTyped: true,
+  });
   const auth = authorizationHeader(ctx.tokens);
   const value = fc.oneof(
     { weight: 2, arbitrary: benignString },
@@ -192,31 +230,89 @@ export function restCases(ctx: FuzzContext): fc.Arbitrary<RestCase> {
     ...restRoutes().map(({ method, binding }) => {
       const input = method.method.input;
       const bodyField = input.fields.find((f) => f.name === binding.body);
-      const bodyDesc: DescMessage | undefined = binding.body === "*" ? input : bodyField?.fieldKind === "message" ? bodyField.message : undefined;
+      const bodyDesc: DescMessage | undefined =
+        binding.body === "*" ? input : bodyField?.fieldKind === "message" ? bodyField.message : undefined;
       const names = fc.oneof(
         { weight: 3, arbitrary: fc.constantFrom(...queryNames(input)) },
         { weight: 3, arbitrary: fc.constantFrom(...COMMON_QUERY_NAMES) },
         { weight: 1, arbitrary: nastyString.filter((s) => s.length < 100) },
       );
       const body = fc.oneof(
-        { weight: bodyDesc ? 4 : 0, arbitrary: (bodyDesc ? json.message(bodyDesc) : fc.constant({})).map((v) => ({ json: v as JsonValue })) },
-        { weight: bodyDesc ? 3 : 0, arbitrary: (bodyDesc ? ordinary.message(bodyDesc) : fc.constant({})).map((v) => ({ json: v as JsonValue })) },
+        {
+          weight: bodyDesc ? 4 : 0,
+          arbitrary: (bodyDesc ? json.message(bodyDesc) : fc.constant({})).map((v) => ({ json: v as JsonValue })),
+        },
+        {
+          weight: bodyDesc ? 3 : 0,
+          arbitrary: (bodyDesc ? ordinary.message(bodyDesc) : fc.constant({})).map((v) => ({ json: v as JsonValue })),
+        },
         { weight: bodyDesc ? 2 : 4, arbitrary: fc.constant(undefined) },
         { weight: 1, arbitrary: anyJson.map((v) => ({ json: v })) },
         { weight: 1, arbitrary: rawBody.map((raw) => ({ raw })) },
       );
       return fc.record({
         route: fc.constant(method.key),
-        httpMethod: fc.oneof({ weight: 12, arbitrary: fc.constant(binding.httpMethod) }, { weight: 1, arbitrary: fc.constantFrom("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD") }),
+        httpMethod: fc.oneof(
+          { weight: 12, arbitrary: fc.constant(binding.httpMethod) },
+          { weight: 1, arbitrary: fc.constantFrom("GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "HEAD") },
+        ),
         template: fc.constant(binding.template),
-        captures: fc.array(fc.oneof({ weight: 4, arbitrary: uids }, { weight: 2, arbitrary: fc.constantFrom(...ctx.known) }, { weight: 1, arbitrary: nastyString }), { minLength: 3, maxLength: 3 }),
+        captures: fc.array(
+          fc.oneof(
+            { weight: 4, arbitrary: uids },
+            { weight: 2, arbitrary: fc.constantFrom(...ctx.known) },
+            { weight: 1, arbitrary: nastyString },
+          ),
+          { minLength: 3, maxLength: 3 },
+        ),
         encoding: fc.constantFrom<Encoding>("segments", "segments", "component", "raw"),
-        suffix: fc.oneof({ weight: 10, arbitrary: fc.constant("") }, { weight: 1, arbitrary: fc.constantFrom("/", "//", "/..", "/x", ":batchCreate", ":import", ":nope", "%00", "/%ff", "%2F", ";x", "/.") }),
-        query: fc.oneof({ weight: 2, arbitrary: fc.constant<[string, string][]>([]) }, { weight: 3, arbitrary: fc.array(fc.tuple(names, value), { minLength: 1, maxLength: 5 }) }),
+        suffix: fc.oneof(
+          { weight: 10, arbitrary: fc.constant("") },
+          {
+            weight: 1,
+            arbitrary: fc.constantFrom("/", "//", "/..", "/x", ":batchCreate", ":import", ":nope", "%00", "/%ff", "%2F", ";x", "/."),
+          },
+        ),
+        query: fc.oneof(
+          { weight: 2, arbitrary: fc.constant<[string, string][]>([]) },
+          { weight: 3, arbitrary: fc.array(fc.tuple(names, value), { minLength: 1, maxLength: 5 }) },
+        ),
         queryEncoding: fc.constantFrom<Encoding>("component", "component", "raw"),
-        rawQuery: fc.oneof({ weight: 8, arbitrary: fc.constant("") }, { weight: 1, arbitrary: fc.constantFrom("%00", "a=%ff", "page_size=%E0%A4%A", "&&", "=", "a", "uidp.ids=1&uidp.ids=2", "skip=1&skip=2", "name=%C0%AF", "page_size=1e3", "%") }),
+        rawQuery: fc.oneof(
+          { weight: 8, arbitrary: fc.constant("") },
+          {
+            weight: 1,
+            arbitrary: fc.constantFrom(
+              "%00",
+              "a=%ff",
+              "page_size=%E0%A4%A",
+              "&&",
+              "=",
+              "a",
+              "uidp.ids=1&uidp.ids=2",
+              "skip=1&skip=2",
+              "name=%C0%AF",
+              "page_size=1e3",
+              "%",
+            ),
+          },
+        ),
         body,
-        contentType: fc.oneof({ weight: 12, arbitrary: fc.constant("application/json") }, { weight: 1, arbitrary: fc.constantFrom("text/plain", "application/x-www-form-urlencoded", "application/json; charset=utf-16", "", "application/proto", "multipart/form-data; boundary=x", "application/json; charset=latin1") }),
+        contentType: fc.oneof(
+          { weight: 12, arbitrary: fc.constant("application/json") },
+          {
+            weight: 1,
+            arbitrary: fc.constantFrom(
+              "text/plain",
+              "application/x-www-form-urlencoded",
+              "application/json; charset=utf-16",
+              "",
+              "application/proto",
+              "multipart/form-data; boundary=x",
+              "application/json; charset=latin1",
+            ),
+          },
+        ),
         authorization: auth,
       });
     }),
@@ -233,12 +329,20 @@ export function restRequestOf(c: RestCase): { path: string; init: { method: stri
   const withBody = c.body !== undefined && c.httpMethod !== "GET" && c.httpMethod !== "HEAD";
   if (withBody) headers["content-type"] = c.contentType;
   const body = !withBody || c.body === undefined ? undefined : "raw" in c.body ? c.body.raw : JSON.stringify(c.body.json);
-  return { path: query.length ? `${path}?${query.join("&")}` : path, init: { method: c.httpMethod, headers, ...(body === undefined ? {} : { body }) } };
+  return {
+    path: query.length ? `${path}?${query.join("&")}` : path,
+    init: { method: c.httpMethod, headers, ...(body === undefined ? {} : { body }) },
+  };
 }
 
 export async function runRest(ctx: FuzzContext, c: RestCase): Promise<Verdict> {
   const { path, init } = restRequestOf(c);
-  const auth = c.authorization === undefined ? "no token" : c.authorization === `Bearer ${ctx.tokens.admin}` ? "admin token" : `authorization ${show(c.authorization)}`;
+  const auth =
+    c.authorization === undefined
+      ? "no token"
+      : c.authorization === `Bearer ${ctx.tokens.admin}`
+        ? "admin token"
+        : `authorization ${show(c.authorization)}`;
   const request = `${c.route}: ${init.method} ${show(path)} (${auth}) body ${show(init.body ?? "<none>")}`;
   return httpVerdict(request, await send(ctx, request, ctx.url + path, init));
 }
@@ -270,7 +374,11 @@ function unaryMethods(): (ApiMethod & { method: DescMethodUnary })[] {
 }
 
 export function rpcCases(ctx: FuzzContext): fc.Arbitrary<RpcCase> {
-  const strings = fc.oneof({ weight: 3, arbitrary: uidArbitrary(ctx.known) }, { weight: 2, arbitrary: nastyString }, { weight: 1, arbitrary: benignString });
+  const strings = fc.oneof(
+    { weight: 3, arbitrary: uidArbitrary(ctx.known) },
+    { weight: 2, arbitrary: nastyString },
+    { weight: 1, arbitrary: benignString },
+  );
   const init = new InitFromDescriptor({ strings, maxDepth: 3 });
   // A header beyond the server's limit is answered HTTP 431, which the
   // Connect-ES clients report as UNKNOWN on their side; the REST, raw and
@@ -347,18 +455,47 @@ export function rawConnectCases(ctx: FuzzContext): fc.Arbitrary<RawConnectCase> 
         protocol: fc.constantFrom<RawConnectCase["protocol"]>("connect", "connect", "grpc-web"),
         frame: fc.record({
           flags: fc.oneof({ weight: 8, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.constantFrom(1, 0x80, 0xff) }),
-          lengthDelta: fc.oneof({ weight: 8, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: -5, max: 5 }) }, { weight: 1, arbitrary: fc.constant(2 ** 31) }),
-          trailing: fc.oneof({ weight: 8, arbitrary: fc.constant<number[]>([]) }, { weight: 1, arbitrary: fc.array(fc.integer({ min: 0, max: 255 }), { maxLength: 12 }) }),
+          lengthDelta: fc.oneof(
+            { weight: 8, arbitrary: fc.constant(0) },
+            { weight: 1, arbitrary: fc.integer({ min: -5, max: 5 }) },
+            { weight: 1, arbitrary: fc.constant(2 ** 31) },
+          ),
+          trailing: fc.oneof(
+            { weight: 8, arbitrary: fc.constant<number[]>([]) },
+            { weight: 1, arbitrary: fc.array(fc.integer({ min: 0, max: 255 }), { maxLength: 12 }) },
+          ),
         }),
-        contentType: fc.oneof({ weight: 8, arbitrary: fc.constantFrom("application/json", "application/proto") }, { weight: 1, arbitrary: fc.constantFrom("application/json; charset=utf-16", "text/plain", "application/grpc", "application/connect+json", "") }),
+        contentType: fc.oneof(
+          { weight: 8, arbitrary: fc.constantFrom("application/json", "application/proto") },
+          {
+            weight: 1,
+            arbitrary: fc.constantFrom(
+              "application/json; charset=utf-16",
+              "text/plain",
+              "application/grpc",
+              "application/connect+json",
+              "",
+            ),
+          },
+        ),
         body: fc.oneof(
           { weight: 4, arbitrary: json.message(m.method.input).map((v) => ({ text: JSON.stringify(v) })) },
           { weight: 1, arbitrary: anyJson.map((v) => ({ text: JSON.stringify(v) })) },
           { weight: 1, arbitrary: rawBody.map((text) => ({ text })) },
-          { weight: 2, arbitrary: fc.tuple(validProto, fc.array(fc.integer({ min: 0, max: 255 }), { maxLength: 16 })).map(([a, b]) => ({ bytes: [...a, ...b] })) },
+          {
+            weight: 2,
+            arbitrary: fc
+              .tuple(validProto, fc.array(fc.integer({ min: 0, max: 255 }), { maxLength: 16 }))
+              .map(([a, b]) => ({ bytes: [...a, ...b] })),
+          },
           { weight: 1, arbitrary: fc.array(fc.integer({ min: 0, max: 255 }), { maxLength: 200 }).map((bytes) => ({ bytes })) },
           // A string field (1) carrying invalid UTF-8.
-          { weight: 1, arbitrary: fc.array(fc.integer({ min: 0x80, max: 0xff }), { minLength: 1, maxLength: 20 }).map((b) => ({ bytes: [0x0a, b.length, ...b] })) },
+          {
+            weight: 1,
+            arbitrary: fc
+              .array(fc.integer({ min: 0x80, max: 0xff }), { minLength: 1, maxLength: 20 })
+              .map((b) => ({ bytes: [0x0a, b.length, ...b] })),
+          },
         ),
         authorization: auth,
       });
@@ -380,7 +517,8 @@ export async function runRawConnect(ctx: FuzzContext, c: RawConnectCase): Promis
   const headers: Record<string, string> = {};
   if (c.authorization !== undefined) headers["authorization"] = c.authorization;
   const payload = "text" in c.body ? Buffer.from(c.body.text, "utf8") : Buffer.from(c.body.bytes);
-  const shown = "text" in c.body ? show(c.body.text) : `bytes [${c.body.bytes.slice(0, 80).join(",")}${c.body.bytes.length > 80 ? ",…" : ""}]`;
+  const shown =
+    "text" in c.body ? show(c.body.text) : `bytes [${c.body.bytes.slice(0, 80).join(",")}${c.body.bytes.length > 80 ? ",…" : ""}]`;
   const url = `${ctx.url}/${service}/${method}`;
   if (c.protocol === "connect") {
     headers["content-type"] = c.contentType;
@@ -446,10 +584,27 @@ export function plainCases(ctx: FuzzContext): fc.Arbitrary<PlainCase> {
   const value = fc.oneof(
     { weight: 2, arbitrary: nastyString },
     { weight: 2, arbitrary: uids },
-    { weight: 2, arbitrary: fc.constantFrom(ctx.baseUrl, ...ctx.tokens.issuers, "http://127.0.0.1:1234/callback", "http://localhost:9/callback", "http://[::1]:1/callback", "https://evil.example/callback", "javascript:alert(1)") },
+    {
+      weight: 2,
+      arbitrary: fc.constantFrom(
+        ctx.baseUrl,
+        ...ctx.tokens.issuers,
+        "http://127.0.0.1:1234/callback",
+        "http://localhost:9/callback",
+        "http://[::1]:1/callback",
+        "https://evil.example/callback",
+        "javascript:alert(1)",
+      ),
+    },
     {
       weight: 1,
-      arbitrary: fc.constantFrom(`${ctx.baseUrl}/registry`, "repository:x/y:pull,push", "repository(plugin):a/b:*", "registry:catalog:*", `repository:${"a/".repeat(200)}b:pull`),
+      arbitrary: fc.constantFrom(
+        `${ctx.baseUrl}/registry`,
+        "repository:x/y:pull,push",
+        "repository(plugin):a/b:*",
+        "registry:catalog:*",
+        `repository:${"a/".repeat(200)}b:pull`,
+      ),
     },
     { weight: 1, arbitrary: hex(10, 60) },
     { weight: 1, arbitrary: numericString },
@@ -457,14 +612,36 @@ export function plainCases(ctx: FuzzContext): fc.Arbitrary<PlainCase> {
   const name = fc.oneof(
     {
       weight: 6,
-      arbitrary: fc.constantFrom("aud", "identity", "redirect", "state", "invite", "org", "login", "error", "code", "grant_type", "subject_token", "audience", "service", "scope", "account"),
+      arbitrary: fc.constantFrom(
+        "aud",
+        "identity",
+        "redirect",
+        "state",
+        "invite",
+        "org",
+        "login",
+        "error",
+        "code",
+        "grant_type",
+        "subject_token",
+        "audience",
+        "service",
+        "scope",
+        "account",
+      ),
     },
     { weight: 1, arbitrary: nastyString.filter((s) => s.length < 50) },
   );
-  const auth = fc.oneof({ weight: 3, arbitrary: forgedJwt(ctx.tokens).map((t) => `Bearer ${t}`) }, { weight: 3, arbitrary: authorizationHeader(ctx.tokens) });
+  const auth = fc.oneof(
+    { weight: 3, arbitrary: forgedJwt(ctx.tokens).map((t) => `Bearer ${t}`) },
+    { weight: 3, arbitrary: authorizationHeader(ctx.tokens) },
+  );
   return fc.record({
     path: fc.constantFrom(...PLAIN_PATHS),
-    suffix: fc.oneof({ weight: 10, arbitrary: fc.constant("") }, { weight: 1, arbitrary: fc.constantFrom("/", "%00", "/..", "//", "%2F", ".json") }),
+    suffix: fc.oneof(
+      { weight: 10, arbitrary: fc.constant("") },
+      { weight: 1, arbitrary: fc.constantFrom("/", "%00", "/..", "//", "%2F", ".json") },
+    ),
     method: fc.constantFrom("GET", "GET", "POST", "POST", "HEAD", "PUT", "DELETE", "OPTIONS"),
     query: fc.array(fc.tuple(name, value), { maxLength: 6 }),
     queryEncoding: fc.constantFrom<Encoding>("component", "component", "raw"),
@@ -476,7 +653,9 @@ export function plainCases(ctx: FuzzContext): fc.Arbitrary<PlainCase> {
         nastyString,
         fc.constant("grant_type=urn:ietf:params:oauth:grant-type:token-exchange&subject_token=x"),
         fc.constant("grant_type=password&username=x&password=y&scope=repository:a/b:pull"),
-        fc.constant('{"events":[{"id":"1","timestamp":"2026-01-01T00:00:00Z","action":"push","target":{"mediaType":"application/vnd.oci.image.manifest.v1+json","repository":"a/b","tag":"v1","digest":"sha256:00"},"actor":{"name":"x"}}]}'),
+        fc.constant(
+          '{"events":[{"id":"1","timestamp":"2026-01-01T00:00:00Z","action":"push","target":{"mediaType":"application/vnd.oci.image.manifest.v1+json","repository":"a/b","tag":"v1","digest":"sha256:00"},"actor":{"name":"x"}}]}',
+        ),
       ),
       { freq: 3, nil: undefined },
     ),
@@ -493,5 +672,8 @@ export async function runPlain(ctx: FuzzContext, c: PlainCase): Promise<Verdict>
   const withBody = c.body !== undefined && c.method !== "GET" && c.method !== "HEAD";
   if (withBody) headers["content-type"] = c.contentType;
   const request = `${c.method} ${show(path)} authorization ${show(c.authorization ?? "<none>")} body ${show(withBody ? c.body : "<none>")}`;
-  return httpVerdict(request, await send(ctx, request, ctx.url + path, { method: c.method, headers, ...(withBody ? { body: c.body } : {}) }));
+  return httpVerdict(
+    request,
+    await send(ctx, request, ctx.url + path, { method: c.method, headers, ...(withBody ? { body: c.body } : {}) }),
+  );
 }

@@ -1,5 +1,17 @@
-import { fromJson, getOption, hasOption, toJson, type DescField, type DescMessage, type DescMethod, type DescMethodUnary, type DescService, type JsonValue as ProtoJsonValue, type MessageShape } from "@bufbuild/protobuf";
-import { Code, ConnectError, type Transport } from "@connectrpc/connect";
+import {
+  fromJson,
+  getOption,
+  hasOption,
+  toJson,
+  type DescField,
+  type DescMessage,
+  type DescMethod,
+  type DescMethodUnary,
+  type DescService,
+  type JsonValue as ProtoJsonValue,
+  type MessageShape,
+} from "@bufbuild/protobuf";
+import { type Code, ConnectError, type Transport } from "@connectrpc/connect";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../gen/google/api/http_pb.js";
 import type { Authorization } from "../../gen/platform/common/v1/authorization_pb.js";

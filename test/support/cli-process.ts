@@ -82,7 +82,9 @@ export class OutputWatch {
 /** Starts `node bin/platformctl.js …args` (the real launcher) with its own environment additions. */
 export function startCli(args: string[], env: Record<string, string>): CliProcess {
   const child = spawn(process.execPath, [LAUNCHER, ...args], { env: cliEnv(env), stdio: "pipe" });
-  const done = new Promise<CliResult>((resolve) => child.on("close", (code) => resolve({ code, stdout: output.stdout, stderr: output.stderr })));
+  const done = new Promise<CliResult>((resolve) =>
+    child.on("close", (code) => resolve({ code, stdout: output.stdout, stderr: output.stderr })),
+  );
   const output = new OutputWatch(done);
   child.stdout.on("data", (d: Buffer) => output.addStdout(d.toString()));
   child.stderr.on("data", (d: Buffer) => output.addStderr(d.toString()));

@@ -20,7 +20,8 @@ export interface RestResponse {
 /** The answer's headers as a fetch Headers (made when a test asks for them). */
 function headersOf(raw: Record<string, string | string[] | undefined>): Headers {
   const headers = new Headers();
-  for (const [name, value] of Object.entries(raw)) for (const v of Array.isArray(value) ? value : value === undefined ? [] : [value]) headers.append(name, v);
+  for (const [name, value] of Object.entries(raw))
+    for (const v of Array.isArray(value) ? value : value === undefined ? [] : [value]) headers.append(name, v);
   return headers;
 }
 
@@ -63,7 +64,12 @@ export type RestClient = ReturnType<typeof restClient>;
 export type Protocol = "connect" | "grpc" | "grpc-web";
 
 /** A Connect-ES client over the given protocol. */
-export function connectClient<S extends DescService>(service: S, baseUrl: string, token: string, protocol: Protocol = "connect"): Client<S> {
+export function connectClient<S extends DescService>(
+  service: S,
+  baseUrl: string,
+  token: string,
+  protocol: Protocol = "connect",
+): Client<S> {
   const interceptors = token ? [bearer(token)] : [];
   const transport =
     protocol === "grpc"
@@ -120,7 +126,12 @@ export function grpcJsClient(address: string, serviceName: string, protoFile: st
 export function grpcUnary<Res>(client: grpc.Client & Record<string, unknown>, method: string, req: unknown, token?: string): Promise<Res> {
   const md = new grpc.Metadata();
   if (token) md.set("authorization", `Bearer ${token}`);
-  const fn = client[method] as (req: unknown, md: grpc.Metadata, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: Res) => void) => void;
+  const fn = client[method] as (
+    req: unknown,
+    md: grpc.Metadata,
+    opts: grpc.CallOptions,
+    cb: (err: grpc.ServiceError | null, res: Res) => void,
+  ) => void;
   return new Promise((resolve, reject) => {
     fn.call(client, req, md, { deadline: Date.now() + 10_000 }, (err, res) => (err ? reject(err) : resolve(res)));
   });

@@ -46,7 +46,9 @@ export function freshStorePerTest(prefix: string): { readonly dir: string; reado
 export async function openMigratedStore(): Promise<{ handle: DatabaseHandle; close: () => Promise<void> }> {
   const pooledDatabase = postgresAdminUrl() ? await takePostgresDatabase() : undefined;
   const pooled = pooledDatabase ? undefined : await takePgliteStore();
-  const handle = await openDatabase(pooledDatabase ? { pgliteDir: "memory://", databaseUrl: pooledDatabase.store } : { pgliteDir: "memory://", pglite: pooled!.store });
+  const handle = await openDatabase(
+    pooledDatabase ? { pgliteDir: "memory://", databaseUrl: pooledDatabase.store } : { pgliteDir: "memory://", pglite: pooled!.store },
+  );
   return {
     handle,
     close: async () => {
@@ -79,7 +81,10 @@ export function migratedStorePerFile(use: (handle: DatabaseHandle) => void): voi
  * Without the global setup the directory is empty and PGlite initializes it. `remove` deletes it
  * (close the PGlite first).
  */
-export async function pgliteDirFromTemplate(prefix: string, kind: "empty" | "migrated"): Promise<{ dir: string; remove: () => Promise<void> }> {
+export async function pgliteDirFromTemplate(
+  prefix: string,
+  kind: "empty" | "migrated",
+): Promise<{ dir: string; remove: () => Promise<void> }> {
   const parent = await mkdtemp(join(tmpdir(), `${prefix}-`));
   const dir = join(parent, "pglite");
   await copyPgliteTemplate(dir, kind);

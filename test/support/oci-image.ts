@@ -87,7 +87,8 @@ export async function buildOciImage(dir: string, options: { tag: string; content
   if (typeof dir !== "string" || dir === "" || dir.includes("\0")) throw new Error("buildOciImage: dir must be a non-empty path");
   // skopeo splits `oci:<dir>:<tag>` at the colon.
   if (dir.includes(":")) throw new Error(`buildOciImage: dir ${JSON.stringify(dir)} has a colon, which the oci: reference cannot carry`);
-  if (typeof tag !== "string" || !TAG.test(tag)) throw new Error(`buildOciImage: tag ${JSON.stringify(String(tag).slice(0, 200))} is not a valid tag`);
+  if (typeof tag !== "string" || !TAG.test(tag))
+    throw new Error(`buildOciImage: tag ${JSON.stringify(String(tag).slice(0, 200))} is not a valid tag`);
   if (typeof content !== "string" && !(content instanceof Uint8Array)) throw new Error("buildOciImage: content must be a string or bytes");
   const data = typeof content === "string" ? Buffer.from(content, "utf8") : content;
   if (data.length > MAX_CONTENT_BYTES) throw new Error(`buildOciImage: content of ${data.length} bytes is over ${MAX_CONTENT_BYTES}`);
@@ -125,7 +126,10 @@ export async function buildOciImage(dir: string, options: { tag: string; content
     (text) => (JSON.parse(text) as { manifests?: IndexEntry[] }).manifests ?? [],
     () => [] as IndexEntry[],
   );
-  const manifests = [...previous.filter((m) => m.annotations?.[REF_NAME] !== tag), { mediaType: MANIFEST_TYPE, ...manifest, annotations: { [REF_NAME]: tag } }];
+  const manifests = [
+    ...previous.filter((m) => m.annotations?.[REF_NAME] !== tag),
+    { mediaType: MANIFEST_TYPE, ...manifest, annotations: { [REF_NAME]: tag } },
+  ];
   const temporary = `${indexFile}.${process.pid}`;
   await writeFile(temporary, `${JSON.stringify({ schemaVersion: 2, mediaType: INDEX_TYPE, manifests })}\n`);
   await rename(temporary, indexFile);

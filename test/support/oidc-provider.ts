@@ -52,7 +52,8 @@ export async function startOidcProvider(clientIds: string[], options: OidcProvid
   const loginClients = options.loginClients ?? [];
   const userinfoClients = new Set(loginClients.filter((c) => c.userinfo).map((c) => c.clientId));
   // The types want a string, but no resource (oidc-provider's own default) is what makes a userinfo token.
-  const defaultResource = (_ctx: unknown, client: { clientId: string }) => (userinfoClients.has(client.clientId) ? undefined : WORKLOAD_AUDIENCE);
+  const defaultResource = (_ctx: unknown, client: { clientId: string }) =>
+    userinfoClients.has(client.clientId) ? undefined : WORKLOAD_AUDIENCE;
   const people = loginClients.length
     ? {
         claims: { email: ["email", "email_verified"], profile: ["name", "preferred_username"] },
@@ -69,23 +70,30 @@ export async function startOidcProvider(clientIds: string[], options: OidcProvid
     jwks: { keys: [{ ...(await exportJWK(privateKey)), kid: "test-key", alg: "RS256", use: "sig" }] },
     cookies: { keys: [randomBytes(16).toString("hex")] },
     // Explicit lifetimes of the login artifacts keep oidc-provider from logging notices.
-    ttl: { ClientCredentials: 600, ...(loginClients.length ? { Interaction: 600, Session: 600, Grant: 600, AccessToken: 600, IdToken: 600 } : {}) },
+    ttl: {
+      ClientCredentials: 600,
+      ...(loginClients.length ? { Interaction: 600, Session: 600, Grant: 600, AccessToken: 600, IdToken: 600 } : {}),
+    },
     clients: [
-      ...clientIds.map((id): ClientMetadata => ({
-        client_id: id,
-        client_secret: `${id}-secret`,
-        grant_types: ["client_credentials"],
-        redirect_uris: [],
-        response_types: [],
-      })),
-      ...loginClients.map((c): ClientMetadata => ({
-        client_id: c.clientId,
-        client_secret: c.clientSecret,
-        application_type: "native",
-        grant_types: ["authorization_code"],
-        redirect_uris: c.redirectUris,
-        response_types: ["code"],
-      })),
+      ...clientIds.map(
+        (id): ClientMetadata => ({
+          client_id: id,
+          client_secret: `${id}-secret`,
+          grant_types: ["client_credentials"],
+          redirect_uris: [],
+          response_types: [],
+        }),
+      ),
+      ...loginClients.map(
+        (c): ClientMetadata => ({
+          client_id: c.clientId,
+          client_secret: c.clientSecret,
+          application_type: "native",
+          grant_types: ["authorization_code"],
+          redirect_uris: c.redirectUris,
+          response_types: ["code"],
+        }),
+      ),
     ],
     ...people,
     features: {
@@ -93,7 +101,12 @@ export async function startOidcProvider(clientIds: string[], options: OidcProvid
       resourceIndicators: {
         enabled: true,
         defaultResource: defaultResource as (ctx: unknown, client: { clientId: string }) => string,
-        getResourceServerInfo: (_ctx, resource) => ({ scope: "", audience: resource, accessTokenFormat: "jwt", jwt: { sign: { alg: "RS256" } } }),
+        getResourceServerInfo: (_ctx, resource) => ({
+          scope: "",
+          audience: resource,
+          accessTokenFormat: "jwt",
+          jwt: { sign: { alg: "RS256" } },
+        }),
         useGrantedResource: () => true,
       },
       devInteractions: { enabled: loginClients.length > 0 },

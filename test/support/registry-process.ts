@@ -60,7 +60,8 @@ export function httpAddrOf(config: string): string | undefined {
 export function loopbackPortOf(addr: string): number {
   const m = /^127\.0\.0\.1:(\d{1,5})$/.exec(addr);
   const port = Number(m?.[1]);
-  if (!m || port < 1 || port > 65_535) throw new Error(`the registry's http.addr ${JSON.stringify(addr.slice(0, 200))} is not 127.0.0.1:<port>`);
+  if (!m || port < 1 || port > 65_535)
+    throw new Error(`the registry's http.addr ${JSON.stringify(addr.slice(0, 200))} is not 127.0.0.1:<port>`);
   return port;
 }
 
@@ -78,7 +79,11 @@ export interface RunningRegistry {
  * authentication, 401 with it). The address is the configuration's `http.addr`, or
  * REGISTRY_HTTP_ADDR in `env` (distribution lets such variables override the file).
  */
-export async function startRegistry(options: { configFile: string; tools: RegistryTools; env?: NodeJS.ProcessEnv }): Promise<RunningRegistry> {
+export async function startRegistry(options: {
+  configFile: string;
+  tools: RegistryTools;
+  env?: NodeJS.ProcessEnv;
+}): Promise<RunningRegistry> {
   const { configFile, tools } = options;
   const env = { ...tools.env, ...options.env };
   const config = await readFile(configFile, "utf8");
@@ -129,7 +134,9 @@ export async function startRegistry(options: { configFile: string; tools: Regist
     if ((status === 200 || status === 401) && !exited) break;
     if (Date.now() > deadline) {
       await stop();
-      throw new Error(`docker-registry at ${url} did not answer /v2/ with 200 or 401 in ${START_TIMEOUT_MS} ms (last: ${status ?? "no answer"}):\n${log}`);
+      throw new Error(
+        `docker-registry at ${url} did not answer /v2/ with 200 or 401 in ${START_TIMEOUT_MS} ms (last: ${status ?? "no answer"}):\n${log}`,
+      );
     }
     await new Promise((r) => setTimeout(r, START_POLL_MS));
   }
@@ -146,14 +153,22 @@ export interface SkopeoResult {
  * Runs `skopeo --policy <the tests' policy> …args` to its end (at most `timeoutMs`, then
  * SIGKILL and a rejection), with the tools' environment plus `env`.
  */
-export function skopeo(tools: RegistryTools, args: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<SkopeoResult> {
+export function skopeo(
+  tools: RegistryTools,
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<SkopeoResult> {
   const timeoutMs = options.timeoutMs ?? SKOPEO_TIMEOUT_MS;
   if (!Array.isArray(args) || !args.every((a) => typeof a === "string" && !a.includes("\0"))) {
     return Promise.reject(new Error("skopeo: arguments must be strings without NUL"));
   }
   return new Promise((resolve, reject) => {
     // Its own process group, so that a timeout ends whatever it started too.
-    const child = spawn(tools.skopeo, ["--policy", tools.policy, ...args], { env: { ...tools.env, ...options.env }, stdio: ["ignore", "pipe", "pipe"], detached: true });
+    const child = spawn(tools.skopeo, ["--policy", tools.policy, ...args], {
+      env: { ...tools.env, ...options.env },
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+    });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d: Buffer) => (stdout = (stdout + d.toString("utf8")).slice(-MAX_OUTPUT_CHARS)));

@@ -81,12 +81,22 @@ interface RunResult {
 }
 
 /** Runs a program to its end; rejects only when it cannot be started or runs past its time. */
-function run(file: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<RunResult> {
+function run(
+  file: string,
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     execFile(
       file,
       args,
-      { cwd: options.cwd, env: options.env ?? process.env, timeout: options.timeoutMs ?? 60_000, maxBuffer: 64 * 1024 * 1024, killSignal: "SIGKILL" },
+      {
+        cwd: options.cwd,
+        env: options.env ?? process.env,
+        timeout: options.timeoutMs ?? 60_000,
+        maxBuffer: 64 * 1024 * 1024,
+        killSignal: "SIGKILL",
+      },
       (error, stdout, stderr) => {
         const e = error as (NodeJS.ErrnoException & { killed?: boolean; code?: unknown }) | null;
         if (e && typeof e.code === "string") return reject(new Error(`${file} could not be run: ${e.message}`));
@@ -176,7 +186,11 @@ function libraryEnv(base: NodeJS.ProcessEnv, libraryDirs: string[]): NodeJS.Proc
  * here `dataHome`: by default in the run's scratch directory (test/support/scratch.ts), removed
  * at its end.
  */
-export function toolsEnv(tools: ObtainedTools, base: NodeJS.ProcessEnv = process.env, dataHome = join(tmpdir(), "skopeo-data")): NodeJS.ProcessEnv {
+export function toolsEnv(
+  tools: ObtainedTools,
+  base: NodeJS.ProcessEnv = process.env,
+  dataHome = join(tmpdir(), "skopeo-data"),
+): NodeJS.ProcessEnv {
   const uid = process.getuid?.() ?? 0;
   return {
     ...libraryEnv(base, tools.libraryDirs),
@@ -213,7 +227,12 @@ function privateApt(cacheRoot: string, statusFile: string): Apt {
   const listsDir = join(base, "lists");
   const cacheDir = join(base, "cache");
   const conf = join(base, "no-hooks.conf");
-  return { kind: "private", args: ["-c", conf, "-o", `Dir::State::Lists=${listsDir}`, "-o", `Dir::Cache=${cacheDir}`], listsDir, statusFile };
+  return {
+    kind: "private",
+    args: ["-c", conf, "-o", `Dir::State::Lists=${listsDir}`, "-o", `Dir::Cache=${cacheDir}`],
+    listsDir,
+    statusFile,
+  };
 }
 
 /** The directories and configuration file privateApt's options name (apt makes none of them itself). */
@@ -221,7 +240,10 @@ async function preparePrivateApt(cacheRoot: string): Promise<void> {
   const base = join(cacheRoot, "apt");
   await mkdir(join(base, "lists", "partial"), { recursive: true });
   await mkdir(join(base, "cache", "archives", "partial"), { recursive: true });
-  await writeFile(join(base, "no-hooks.conf"), "#clear APT::Update::Pre-Invoke;\n#clear APT::Update::Post-Invoke;\n#clear APT::Update::Post-Invoke-Success;\n");
+  await writeFile(
+    join(base, "no-hooks.conf"),
+    "#clear APT::Update::Pre-Invoke;\n#clear APT::Update::Post-Invoke;\n#clear APT::Update::Post-Invoke-Success;\n",
+  );
 }
 
 async function hasLists(apt: Apt): Promise<boolean> {
@@ -289,7 +311,8 @@ async function resolvePackages(apt: Apt, wanted: string[]): Promise<string[] | u
   const seen = new Set(wanted);
   let queue = [...wanted];
   while (queue.length) {
-    if (seen.size > MAX_PACKAGES) throw new Error(`more than ${MAX_PACKAGES} packages to unpack for ${wanted.join(", ")}: ${[...seen].join(", ")}`);
+    if (seen.size > MAX_PACKAGES)
+      throw new Error(`more than ${MAX_PACKAGES} packages to unpack for ${wanted.join(", ")}: ${[...seen].join(", ")}`);
     const stanzas = await aptShow(apt, queue);
     queue = [];
     for (const s of stanzas) chosen.set(s.name, s.version);
@@ -315,7 +338,8 @@ interface Resolution {
 }
 
 /** One per lists and set of wanted packages: a run that wants only skopeo does not overwrite what a run that wants both found. */
-const resolutionFile = (cacheRoot: string, apt: Apt, wanted: string[]) => join(cacheRoot, `resolution-${apt.kind}-${wanted.join("+")}.json`);
+const resolutionFile = (cacheRoot: string, apt: Apt, wanted: string[]) =>
+  join(cacheRoot, `resolution-${apt.kind}-${wanted.join("+")}.json`);
 /**
  * One directory per package and version (name=version → deb-name_version): a run that wants only
  * docker-registry reuses the one a run that wanted both unpacked. Debian versions may carry an
@@ -357,7 +381,8 @@ async function downloadAndUnpack(cacheRoot: string, apt: Apt, packages: string[]
       const name = /^Package: (\S+)$/m.exec(fields.stdout)?.[1];
       const version = /^Version: (\S+)$/m.exec(fields.stdout)?.[1];
       const pkg = `${name}=${version}`;
-      if (fields.code !== 0 || !packages.includes(pkg)) throw new Error(`apt-get download gave ${deb}, which is not one of ${packages.join(", ")}`);
+      if (fields.code !== 0 || !packages.includes(pkg))
+        throw new Error(`apt-get download gave ${deb}, which is not one of ${packages.join(", ")}`);
       const staging = join(temporary, `unpack-${unpacked.size}`);
       await mkdir(join(staging, "root"), { recursive: true });
       const x = await run("dpkg-deb", ["-x", join(temporary, deb), join(staging, "root")], { timeoutMs: APT_TIMEOUT_MS });
@@ -393,7 +418,6 @@ async function libraryDirsIn(root: string): Promise<string[]> {
   return dirs;
 }
 
-
 /**
  * Runs `work` holding `<cacheRoot>/lock` (a directory: mkdir is atomic), so that two runs, or two
  * workers, do not run apt side by side on the same lists. A lock whose process is gone is taken over.
@@ -415,7 +439,8 @@ export async function withLock<T>(cacheRoot: string, work: () => Promise<T>): Pr
         await rm(lock, { recursive: true, force: true });
         continue;
       }
-      if (Date.now() > deadline) throw new Error(`${lock} held by process ${owner || "?"} for more than ${LOCK_WAIT_MS} ms; remove it if that process is gone`);
+      if (Date.now() > deadline)
+        throw new Error(`${lock} held by process ${owner || "?"} for more than ${LOCK_WAIT_MS} ms; remove it if that process is gone`);
       await new Promise((r) => setTimeout(r, LOCK_POLL_MS));
     }
   }
@@ -432,7 +457,10 @@ interface Unpacked {
   packages: string[];
 }
 
-const unpackedOf = (cacheRoot: string, packages: string[]): Unpacked => ({ roots: packages.map((p) => join(packageDir(cacheRoot, p), "root")), packages });
+const unpackedOf = (cacheRoot: string, packages: string[]): Unpacked => ({
+  roots: packages.map((p) => join(packageDir(cacheRoot, p), "root")),
+  packages,
+});
 
 /** The unpacked tree for `wanted`, when the cache has it for the lists as they are: no apt at all. */
 async function cachedUnpack(cacheRoot: string, apts: Apt[], wanted: string[]): Promise<Unpacked | undefined> {
@@ -511,7 +539,8 @@ export async function obtainRegistryTools(options: ObtainOptions = {}): Promise<
   let unpacked: Unpacked | undefined;
   if (wanted.length) {
     const system = await systemApt();
-    const apts = options.lists === "private" ? [privateApt(cacheRoot, system.statusFile)] : [system, privateApt(cacheRoot, system.statusFile)];
+    const apts =
+      options.lists === "private" ? [privateApt(cacheRoot, system.statusFile)] : [system, privateApt(cacheRoot, system.statusFile)];
     unpacked =
       (await cachedUnpack(cacheRoot, apts, wanted)) ??
       (await withLock(cacheRoot, async () => {
@@ -536,7 +565,8 @@ export async function obtainRegistryTools(options: ObtainOptions = {}): Promise<
   const libraryDirs = (await Promise.all((unpacked?.roots ?? []).map(libraryDirsIn))).flat();
   const pathOf = (key: "registry" | "skopeo", binary: string): string => {
     const path = found.get(key) ?? unpacked?.roots.map((root) => join(root, "usr", "bin", binary)).find((p) => existsSync(p));
-    if (!path || !existsSync(path)) throw new Error(`${binary} is neither on PATH nor in ${unpacked?.packages.join(", ") ?? "the packages"}`);
+    if (!path || !existsSync(path))
+      throw new Error(`${binary} is neither on PATH nor in ${unpacked?.packages.join(", ") ?? "the packages"}`);
     return path;
   };
   const registry = pathOf("registry", "docker-registry");

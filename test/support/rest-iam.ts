@@ -41,7 +41,8 @@ export async function ok(p: Promise<RestResponse>): Promise<JsonObject> {
 export const createGroup = (call: RestClient, name: string, parent?: string) =>
   ok(call("POST", parent ? `/iam/v2beta1/groups/${parent}` : "/iam/v2beta1/groups", { name }));
 
-export const createIdentity = (call: RestClient, parent: string, body: JsonObject) => ok(call("POST", `/iam/v2beta1/identities/${parent}`, body));
+export const createIdentity = (call: RestClient, parent: string, body: JsonObject) =>
+  ok(call("POST", `/iam/v2beta1/identities/${parent}`, body));
 
 export const createRole = (call: RestClient, parent: string, body: JsonObject) => ok(call("POST", `/iam/v2beta1/roles/${parent}`, body));
 

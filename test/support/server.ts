@@ -48,7 +48,10 @@ export async function startTestServer(
   // then finds nothing to do, as on any restart.
   // A test that names its own database (a restart, a proxy in between) gets no other; the shared
   // server has one of its own; any other takes an emptied one from its worker's pool (store-pool.ts).
-  const ownDatabase = adminUrl && env["DATABASE_URL"] === undefined && opts.storePrefix ? await createFreshDatabase(adminUrl, opts.storePrefix, postgresTemplate()) : undefined;
+  const ownDatabase =
+    adminUrl && env["DATABASE_URL"] === undefined && opts.storePrefix
+      ? await createFreshDatabase(adminUrl, opts.storePrefix, postgresTemplate())
+      : undefined;
   const pooledDatabase = adminUrl && env["DATABASE_URL"] === undefined && !opts.storePrefix ? await takePostgresDatabase() : undefined;
   const databaseUrl = ownDatabase?.url ?? pooledDatabase?.store;
   const clock = new TestClock();
@@ -63,7 +66,8 @@ export async function startTestServer(
   // On PGlite a server whose store nobody else opens (no data directory from the test, not the
   // shared server) starts on a pooled store (store-pool.ts). A data directory the test gives
   // starts migrated as well, unless it already holds a store (a restart).
-  const pooled = !settings.DATABASE_URL && env["PLATFORM_DATA_DIR"] === undefined && !opts.storePrefix ? await takePgliteStore() : undefined;
+  const pooled =
+    !settings.DATABASE_URL && env["PLATFORM_DATA_DIR"] === undefined && !opts.storePrefix ? await takePgliteStore() : undefined;
   const pgliteDir = join(settings.PLATFORM_DATA_DIR, "pglite");
   if (!pooled && !settings.DATABASE_URL && !existsSync(pgliteDir)) await copyPgliteTemplate(pgliteDir, "migrated");
   const config: Config = loadConfig(settings);
@@ -93,7 +97,10 @@ export async function startTestServer(
       if (!settings.DATABASE_URL) throw new Error("replicas share a PostgreSQL database: set DATABASE_URL");
       // Replicas behind one address share its URLs: tokens one issues, the other accepts.
       const urls = { PLATFORM_BASE_URL: app.urls.baseUrl, PLATFORM_AUTH_URL: app.urls.authUrl };
-      const replica = await startApp(loadConfig({ ...settings, ...urls, PLATFORM_BOOTSTRAP: "false", ...extra }), { logger, clock: clock.now });
+      const replica = await startApp(loadConfig({ ...settings, ...urls, PLATFORM_BOOTSTRAP: "false", ...extra }), {
+        logger,
+        clock: clock.now,
+      });
       replicas.push(replica);
       return replica;
     },

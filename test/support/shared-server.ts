@@ -20,7 +20,8 @@ const slot = globalThis as { [SHARED]?: Promise<TestServer> };
 
 async function start(): Promise<TestServer> {
   const storePrefix = process.env[SHARED_STORE_PREFIX_VARIABLE];
-  if (!storePrefix) throw new Error(`sharedServer() needs the global setup of vitest.config.ts (${SHARED_STORE_PREFIX_VARIABLE} is not set)`);
+  if (!storePrefix)
+    throw new Error(`sharedServer() needs the global setup of vitest.config.ts (${SHARED_STORE_PREFIX_VARIABLE} is not set)`);
   const server = await startTestServer({}, { storePrefix });
   server.stop = () => Promise.reject(new Error("the shared server is not stopped by a test file: its worker's end stops it"));
   return server;

@@ -125,7 +125,12 @@ async function makePgliteTemplates(root: string): Promise<void> {
   // PGlite works in template1; initdb's two other databases are never opened, and without them
   // a copy is about a third of the files and a twentieth of the time (40 ms against 0.2–1 s).
   // One statement at a time: DROP DATABASE cannot run in the transaction a multi-statement exec is.
-  for (const statement of ["alter database template0 is_template false", "drop database template0", "drop database postgres", "checkpoint"]) {
+  for (const statement of [
+    "alter database template0 is_template false",
+    "drop database template0",
+    "drop database postgres",
+    "checkpoint",
+  ]) {
     await initialized.exec(statement);
   }
   await initialized.close();

@@ -7,8 +7,17 @@ const ORG = "a".repeat(40);
 const OTHER_ORG = "b".repeat(40);
 const TEAM = `${ORG}/0123456789abcdef`;
 
-const person = (email: string, emailVerified = true): SignedInPerson => ({ issuer: "https://idp.example", subject: "s", email, emailVerified, name: email });
-const orgIdp = (groupUid: string): SignInVia => ({ kind: "organization", idp: { uid: `${groupUid}/fedcba9876543210`, groupUid, defaultRoleUid: null } });
+const person = (email: string, emailVerified = true): SignedInPerson => ({
+  issuer: "https://idp.example",
+  subject: "s",
+  email,
+  emailVerified,
+  name: email,
+});
+const orgIdp = (groupUid: string): SignInVia => ({
+  kind: "organization",
+  idp: { uid: `${groupUid}/fedcba9876543210`, groupUid, defaultRoleUid: null },
+});
 const GLOBAL: SignInVia = { kind: "global" };
 const DEV: SignInVia = { kind: "development" };
 
@@ -16,7 +25,8 @@ describe("inviteEmailSatisfied", () => {
   const invite = { email: "Erin@Example.com", parentUid: TEAM };
 
   it("an invite without an email restriction is satisfied by any sign-in", () => {
-    for (const via of [GLOBAL, DEV, orgIdp(OTHER_ORG)]) expect(inviteEmailSatisfied({ email: "", parentUid: TEAM }, person("", false), via)).toBe(true);
+    for (const via of [GLOBAL, DEV, orgIdp(OTHER_ORG)])
+      expect(inviteEmailSatisfied({ email: "", parentUid: TEAM }, person("", false), via)).toBe(true);
   });
 
   it("trusts the verified email (any case) from the deployment's upstream", () => {

@@ -29,5 +29,8 @@ ${body}
 
 /** The page shown when the browser cannot be sent back to the CLI. */
 export function errorPage(title: string, message: string): string {
-  return page(title, `<p class="error" id="error">${escapeHtml(message)}</p><p class="muted">Start the sign-in again from the command line.</p>`);
+  return page(
+    title,
+    `<p class="error" id="error">${escapeHtml(message)}</p><p class="muted">Start the sign-in again from the command line.</p>`,
+  );
 }

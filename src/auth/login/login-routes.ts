@@ -21,7 +21,6 @@ import { signIn, type SignInDeps } from "./sign-in.js";
 import { Upstreams, type SignedInPerson } from "./upstream.js";
 import type { NodeRequest as Req, NodeResponse as Res } from "../../server/http-types.js";
 
-
 export interface LoginRoute {
   methods: string[];
   serve(req: Req, res: Res, url: URL): Promise<void>;
@@ -120,12 +119,31 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
   const redirectUri = `${deps.authUrl}/oauth/callback`;
   const devPath = `${prefix}/oauth/dev`;
   const states = new LoginStates(deps.db, deps.secrets, deps.clock, deps.authUrl);
-  const upstreams = new Upstreams({ db: deps.db, secrets: deps.secrets, global: deps.upstream, egress: deps.egress, budgets: deps.budgets, redirectUri, clock: deps.clock });
-  const signInDeps: SignInDeps = { db: deps.db, tokens: deps.tokens, audience: deps.baseUrl, clock: deps.clock, admins: deps.admins, events: deps.events, grantsChanged: deps.grantsChanged };
+  const upstreams = new Upstreams({
+    db: deps.db,
+    secrets: deps.secrets,
+    global: deps.upstream,
+    egress: deps.egress,
+    budgets: deps.budgets,
+    redirectUri,
+    clock: deps.clock,
+  });
+  const signInDeps: SignInDeps = {
+    db: deps.db,
+    tokens: deps.tokens,
+    audience: deps.baseUrl,
+    clock: deps.clock,
+    admins: deps.admins,
+    events: deps.events,
+    grantsChanged: deps.grantsChanged,
+  };
 
   // The description is what the person sees; the cause (which may name internal hosts and ports) goes to the log only.
   const logRefusal = (error: LoginError) =>
-    deps.log.info({ error: error.code, description: error.description, ...(error.cause === undefined ? {} : { err: error.cause }) }, "login refused");
+    deps.log.info(
+      { error: error.code, description: error.description, ...(error.cause === undefined ? {} : { err: error.cause }) },
+      "login refused",
+    );
 
   const asLoginError = (e: unknown): LoginError => {
     if (e instanceof LoginError) return e;
@@ -180,7 +198,8 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
       const q = url.searchParams;
       const callback = loopbackCallback(q.get("redirect"));
       if (!callback) {
-        const msg = "The redirect must be http://127.0.0.1:<port>/callback, http://localhost:<port>/callback or http://[::1]:<port>/callback.";
+        const msg =
+          "The redirect must be http://127.0.0.1:<port>/callback, http://localhost:<port>/callback or http://[::1]:<port>/callback.";
         return sendPage(res, 400, errorPage(REFUSED, msg));
       }
       const cliState = q.get("state") ?? "";
@@ -197,10 +216,20 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
         if (!provider && !deps.devLogin) throw new LoginError("login_unavailable", NO_PROVIDER);
         const { pending, setCookie } = await states.create({ callback, cliState, invite, idp: provider?.idp?.uid ?? "" });
         // The development page offers the upstream too, when both are on.
-        const location = provider && (org || !deps.devLogin) ? await upstreams.authorizationUrl(provider, pending, req.socket.remoteAddress) : `${devPath}?login=${pending.state}`;
+        const location =
+          provider && (org || !deps.devLogin)
+            ? await upstreams.authorizationUrl(provider, pending, req.socket.remoteAddress)
+            : `${devPath}?login=${pending.state}`;
         if (ofOrg && needsInterstitial(ofOrg, location, deps.trustedIdpHosts)) {
-          const cancelled = new LoginError("access_denied", "the sign-in was cancelled before leaving for the organization's identity provider");
-          const html = providerInterstitialPage({ org: ofOrg, continueUrl: location, cancelUrl: callbackWithError(callback, cliState, cancelled) });
+          const cancelled = new LoginError(
+            "access_denied",
+            "the sign-in was cancelled before leaving for the organization's identity provider",
+          );
+          const html = providerInterstitialPage({
+            org: ofOrg,
+            continueUrl: location,
+            cancelUrl: callbackWithError(callback, cliState, cancelled),
+          });
           return sendPage(res, 200, html, [setCookie]);
         }
         redirect(res, 302, location, [setCookie]);
@@ -219,13 +248,15 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
       const q = url.searchParams;
       const pending = await states.read(req.headers["cookie"], q.get("state") ?? "");
       if (!pending) {
-        const msg = "This answer from the identity provider does not belong to a sign-in started in this browser (its state does not match). Nothing was signed in.";
+        const msg =
+          "This answer from the identity provider does not belong to a sign-in started in this browser (its state does not match). Nothing was signed in.";
         return sendPage(res, 400, errorPage(REFUSED, msg));
       }
       await finish(res, 302, pending, async () => {
         if (states.expired(pending)) throw expiredError();
         const upstreamError = q.get("error");
-        if (upstreamError === "access_denied") throw new LoginError("access_denied", "the sign-in was cancelled or refused at the identity provider");
+        if (upstreamError === "access_denied")
+          throw new LoginError("access_denied", "the sign-in was cancelled or refused at the identity provider");
         if (upstreamError) throw new LoginError("upstream_error", `the identity provider answered ${upstreamError.slice(0, 64)}`);
         const provider = pending.idp ? await upstreams.byUid(pending.idp) : upstreams.global;
         if (!provider) throw new LoginError("login_unavailable", NO_PROVIDER);
@@ -238,7 +269,13 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
     },
   };
 
-  const devPage = async (req: Req, res: Res, status: number, pending: PendingLogin, fields: { username: string; invite: string; error?: string }) => {
+  const devPage = async (
+    req: Req,
+    res: Res,
+    status: number,
+    pending: PendingLogin,
+    fields: { username: string; invite: string; error?: string },
+  ) => {
     let upstreamUrl: string | undefined;
     const global = upstreams.global;
     if (global && !pending.idp) {
@@ -261,7 +298,12 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
       if (elsewhere) {
         // Before the body is read: nothing of the request is used.
         const msg = `Development sign-in is on by default, for a developer on this machine only, and this request did not come straight from it: ${elsewhere}. Its operator sets PLATFORM_DEV_LOGIN=true to serve it anyway (development only: anyone it reaches signs in as any name), or configures an upstream identity provider (PLATFORM_OIDC_ISSUER).`;
-        return send(res, 403, req.httpVersionMajor === 1 && req.method === "POST" ? { connection: "close" } : {}, errorPage("Development sign-in is for this machine only", msg));
+        return send(
+          res,
+          403,
+          req.httpVersionMajor === 1 && req.method === "POST" ? { connection: "close" } : {},
+          errorPage("Development sign-in is for this machine only", msg),
+        );
       }
       if (req.method === "GET") {
         const pending = await states.read(req.headers["cookie"], url.searchParams.get("login") ?? "");
@@ -303,7 +345,8 @@ export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
   // Off (the default on a non-loopback listener): anyone could sign in as anyone. Say how to set up a real provider.
   const devOff: LoginRoute = {
     methods: ["GET", "POST"],
-    serve: async (_req, res) => sendPage(res, 404, errorPage("Development sign-in is off", `${NO_PROVIDER[0]!.toUpperCase()}${NO_PROVIDER.slice(1)}.`)),
+    serve: async (_req, res) =>
+      sendPage(res, 404, errorPage("Development sign-in is off", `${NO_PROVIDER[0]!.toUpperCase()}${NO_PROVIDER.slice(1)}.`)),
   };
   routes.set("/oauth/dev", deps.devLogin ? dev : devOff);
   return routes;

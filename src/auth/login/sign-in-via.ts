@@ -6,10 +6,7 @@ import type { UpstreamProvider } from "./upstream.js";
  * IdentityProvider (trusted for that organization only), or the development
  * provider (which checks nothing).
  */
-export type SignInVia =
-  | { kind: "global" }
-  | { kind: "organization"; idp: NonNullable<UpstreamProvider["idp"]> }
-  | { kind: "development" };
+export type SignInVia = { kind: "global" } | { kind: "organization"; idp: NonNullable<UpstreamProvider["idp"]> } | { kind: "development" };
 
 /** The sign-in through `provider`: an organization's when it is an IdentityProvider, else the global upstream. */
 export function viaProvider(provider: UpstreamProvider): SignInVia {

@@ -37,18 +37,15 @@ export const SIGNED_IN_EVENT = "platform.auth.signed_in.v1";
  * one-hour API token. A refused invite
  * throws a LoginError and changes nothing.
  */
-export async function signIn(
-  deps: SignInDeps,
-  person: SignedInPerson,
-  opts: { invite: string; via: SignInVia },
-): Promise<MintedToken> {
+export async function signIn(deps: SignInDeps, person: SignedInPerson, opts: { invite: string; via: SignInVia }): Promise<MintedToken> {
   const now = deps.clock();
   const idp = opts.via.kind === "organization" ? opts.via.idp : undefined;
   const { identityUid, bound } = await deps.db.transaction(async (tx) => {
     const uid = await findOrCreatePersonIdentity(tx, person, now);
     let bound = false;
     // PLATFORM_ADMINS is the server's configuration, not the person's doing: the server is the actor.
-    if (deps.admins.includes(person, opts.via)) bound = await grantRootRoleRecorded(tx, deps.events, { identityUid: uid, roleUid: "owner", now, actor: "" });
+    if (deps.admins.includes(person, opts.via))
+      bound = await grantRootRoleRecorded(tx, deps.events, { identityUid: uid, roleUid: "owner", now, actor: "" });
     if (idp?.defaultRoleUid) bound = (await bindDefaultRole(tx, deps.events, idp.groupUid, uid, idp.defaultRoleUid, now)) || bound;
     const invited = opts.invite ? await redeemInvite(tx, deps.events, opts.invite, person, opts.via, uid, now) : undefined;
     bound ||= invited?.bound ?? false;

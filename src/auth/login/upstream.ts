@@ -209,7 +209,10 @@ export class Upstreams {
 
   private fromRow(row: IdpRow): UpstreamProvider {
     if (!this.opts.egress.permits(row.oidcIssuer)) {
-      throw new LoginError("upstream_error", "the organization's identity provider has an issuer this server may not contact (https is required, at a public address)");
+      throw new LoginError(
+        "upstream_error",
+        "the organization's identity provider has an issuer this server may not contact (https is required, at a public address)",
+      );
     }
     return {
       issuer: row.oidcIssuer,
@@ -247,7 +250,9 @@ export class Upstreams {
     if (cached) return cached;
     const failed = this.failures.get(key);
     if (failed) {
-      const cause = new Error(`discovery failed within the last ${PROVIDER_FAILURE_TTL_MS / 1000} s; not contacted again yet`, { cause: failed });
+      const cause = new Error(`discovery failed within the last ${PROVIDER_FAILURE_TTL_MS / 1000} s; not contacted again yet`, {
+        cause: failed,
+      });
       throw new LoginError(failed.code, failed.description, { cause });
     }
     let pending = this.inflight.get(key);
@@ -267,7 +272,8 @@ export class Upstreams {
   }
 
   private async discover(provider: UpstreamProvider, budget: EgressBudget): Promise<client.Configuration> {
-    if (!this.opts.egress.permits(provider.issuer)) throw new LoginError("upstream_error", "the identity provider's issuer may not be contacted");
+    if (!this.opts.egress.permits(provider.issuer))
+      throw new LoginError("upstream_error", "the identity provider's issuer may not be contacted");
     const insecure = new URL(provider.issuer).protocol === "http:";
     const execute = insecure ? [client.allowInsecureRequests] : [];
     let discovered: client.Configuration;
@@ -283,7 +289,9 @@ export class Upstreams {
     const metadata = discovered.serverMetadata();
     // The browser is sent to the authorization endpoint: a document naming another origin could send it anywhere.
     if (!sameOrigin(metadata.authorization_endpoint, provider.issuer)) {
-      const cause = new Error(`authorization_endpoint ${String(metadata.authorization_endpoint).slice(0, 200)} is not on the origin of issuer ${provider.issuer}`);
+      const cause = new Error(
+        `authorization_endpoint ${String(metadata.authorization_endpoint).slice(0, 200)} is not on the origin of issuer ${provider.issuer}`,
+      );
       throw new LoginError("upstream_error", "the identity provider's sign-in page is not at its issuer's address", { cause });
     }
     // client_secret_basic is the default method when the provider names none.

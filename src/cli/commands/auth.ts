@@ -59,7 +59,9 @@ async function browserLogin(ctx: CommandContext, opts: LoginOptions): Promise<vo
     await ctx.store.saveToken(ctx.api, { ...token, kind: "browser" });
     await ctx.store.setCurrent(ctx.api);
     const uid = tokenClaims(token.token).sub;
-    ctx.print(`logged in to ${ctx.api} as ${describeIdentity(uid, await identityName(ctx.api, token.token, uid), [expiresIn(token.expiry)])}`);
+    ctx.print(
+      `logged in to ${ctx.api} as ${describeIdentity(uid, await identityName(ctx.api, token.token, uid), [expiresIn(token.expiry)])}`,
+    );
   } finally {
     stopPaste();
     login.close();
@@ -134,7 +136,9 @@ export function registerAuth(program: Command, io: CliIo): void {
         const renewable = entry?.kind === "workload" ? "; renewed on next use" : "";
         const state = !expiry ? "" : entry && !isFresh(entry) ? ` (expired${renewable})` : ` (${expiresIn(expiry)})`;
         const shownName = status.name || "(unknown)";
-        ctx.print(`api:      ${status.api}\nidentity: ${status.identity}\nname:     ${shownName}\nexpiry:   ${status.expiry}${state}\nkind:     ${status.kind}`);
+        ctx.print(
+          `api:      ${status.api}\nidentity: ${status.identity}\nname:     ${shownName}\nexpiry:   ${status.expiry}${state}\nkind:     ${status.kind}`,
+        );
       }
       if (entry && !isFresh(entry) && entry.kind !== "workload") throw new CliError("token expired: run platformctl auth login", EXIT.auth);
     });

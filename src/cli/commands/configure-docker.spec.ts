@@ -78,7 +78,12 @@ describe("platformctl auth configure-docker", () => {
   it("merges into an existing file, keeping every other key, and the helper then answers with the login", async () => {
     const { env, docker, store, bin } = await fresh();
     await mkdir(join(docker, ".."), { recursive: true });
-    const before = { auths: { "ghcr.io": { auth: "dXNlcjpwYXNz" } }, credsStore: "desktop", credHelpers: { "gcr.io": "gcloud" }, experimental: "enabled" };
+    const before = {
+      auths: { "ghcr.io": { auth: "dXNlcjpwYXNz" } },
+      credsStore: "desktop",
+      credHelpers: { "gcr.io": "gcloud" },
+      experimental: "enabled",
+    };
     await writeFile(docker, JSON.stringify(before));
     const token = jwt({ sub: "0a1b2c3d" });
     await store.saveToken(API, { token, expiry: new Date(Date.now() + 3_600_000).toISOString(), kind: "browser" });
@@ -89,7 +94,10 @@ describe("platformctl auth configure-docker", () => {
     expect(res.code, res.stderr).toBe(0);
     expect(res.stderr).toBe("");
     expect(res.stdout).toContain(`${docker} now has "credHelpers": {"localhost:5000": "platform"}`);
-    expect(JSON.parse(await readFile(docker, "utf8"))).toEqual({ ...before, credHelpers: { "gcr.io": "gcloud", "localhost:5000": "platform" } });
+    expect(JSON.parse(await readFile(docker, "utf8"))).toEqual({
+      ...before,
+      credHelpers: { "gcr.io": "gcloud", "localhost:5000": "platform" },
+    });
 
     const got = await run(["get"], env, runCredentialHelper, "localhost:5000\n");
     expect(got).toEqual({ code: 0, stdout: `{"ServerURL":"localhost:5000","Username":"0a1b2c3d","Secret":"${token}"}\n`, stderr: "" });
@@ -105,7 +113,10 @@ describe("platformctl auth configure-docker", () => {
     const authfile = join(dir, `auth-${n}.json`);
     expect((await run(["auth", "configure-docker", "--registry", "localhost:5000", "--config", authfile], env)).code).toBe(0);
     expect(JSON.parse(await readFile(authfile, "utf8"))).toEqual({ credHelpers: { "localhost:5000": "platform" } });
-    const moved = await run(["--api", "https://other.example", "auth", "configure-docker", "--registry", "localhost:5000", "--config", authfile], env);
+    const moved = await run(
+      ["--api", "https://other.example", "auth", "configure-docker", "--registry", "localhost:5000", "--config", authfile],
+      env,
+    );
     expect(moved.stdout).toContain(`registry localhost:5000 uses the login to https://other.example (it used ${API}'s before)`);
     expect(await store.registries()).toEqual({ "localhost:5000": "https://other.example" });
   });
@@ -117,7 +128,11 @@ describe("platformctl auth configure-docker", () => {
     const res = await run(["auth", "configure-docker", "--registry", "localhost:5000"], env);
     expect(res.code).toBe(5);
     expect(res.stdout).toBe("");
-    expect(res.stderr).toMatch(new RegExp(`^error: ${docker.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} is not valid JSON \\(.*\\): fix it, or choose another file with --config; left as it is\\n$`));
+    expect(res.stderr).toMatch(
+      new RegExp(
+        `^error: ${docker.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} is not valid JSON \\(.*\\): fix it, or choose another file with --config; left as it is\\n$`,
+      ),
+    );
     expect(await readFile(docker, "utf8")).toBe('{"auths": {');
     expect(await store.registries()).toEqual({});
   });
@@ -136,7 +151,9 @@ describe("platformctl auth configure-docker", () => {
     for (const [registry, why] of bad) {
       const res = await run(["auth", "configure-docker", "--registry", registry], env);
       expect(res.code, JSON.stringify(registry)).toBe(2);
-      expect(res.stderr, JSON.stringify(registry)).toMatch(new RegExp(`^error: --registry: ".*": ${why.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\n$`));
+      expect(res.stderr, JSON.stringify(registry)).toMatch(
+        new RegExp(`^error: --registry: ".*": ${why.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\n$`),
+      );
     }
     const none = await run(["auth", "configure-docker"], env);
     expect(none.code).toBe(2);
@@ -149,7 +166,9 @@ describe("platformctl auth configure-docker", () => {
     await store.setRegistry("localhost:5001", API);
     const two = await run(["auth", "configure-docker"], env);
     expect(two.code).toBe(2);
-    expect(two.stderr).toBe(`error: --registry <host:port> is needed: the registry's address, e.g. localhost:5000 (${API} has localhost:5000, localhost:5001)\n`);
+    expect(two.stderr).toBe(
+      `error: --registry <host:port> is needed: the registry's address, e.g. localhost:5000 (${API} has localhost:5000, localhost:5001)\n`,
+    );
   });
 
   it("onPath finds an executable in PATH's directories only", async () => {

@@ -38,7 +38,10 @@ export function registerConfigureDocker(auth: Command, io: CliIo): void {
       `let docker, podman and skopeo log in to the platform's registry with this login: records the registry for the API ` +
         `and sets "credHelpers" for it in docker's config file, so they run ${HELPER_PROGRAM} (installed with platformctl)`,
     )
-    .option("--registry <host:port>", "the registry's address as image names write it, e.g. localhost:5000 (default: the one recorded for the API)")
+    .option(
+      "--registry <host:port>",
+      "the registry's address as image names write it, e.g. localhost:5000 (default: the one recorded for the API)",
+    )
     .option("--config <file>", "the docker config file (default: $DOCKER_CONFIG/config.json, else ~/.docker/config.json)")
     .action(async (opts: ConfigureDockerOptions, cmd: Command) => {
       const ctx = await contextOf(cmd, io);
@@ -72,7 +75,9 @@ export function registerConfigureDocker(auth: Command, io: CliIo): void {
           `--authfile ${result.file} or REGISTRY_AUTH_FILE=${result.file}, and run ${HELPER_PROGRAM} too`,
       );
       if (!onPath(HELPER_PROGRAM, ctx.env)) {
-        ctx.note(`note: ${HELPER_PROGRAM} is not on PATH: docker, podman and skopeo run it from there (npm install -g, or npm link, puts it next to platformctl)`);
+        ctx.note(
+          `note: ${HELPER_PROGRAM} is not on PATH: docker, podman and skopeo run it from there (npm install -g, or npm link, puts it next to platformctl)`,
+        );
       }
       if (!ctx.env["PLATFORM_TOKEN"] && !(await ctx.store.token(ctx.api))) {
         ctx.note(`note: not logged in to ${ctx.api} yet: run platformctl auth login`);

@@ -36,13 +36,21 @@ import { deriveResourceSpec, singular, withOverride } from "./derived-spec.js";
 import type { FieldFlag, ResourceSpec } from "./resource.js";
 
 /** What the help shows of a flag: name, body path, kind, required. */
-const flags = (fields: FieldFlag[] | undefined) => (fields ?? []).map((f) => `--${f.flag}=${f.path}:${f.kind ?? "string"}${f.required ? "!" : ""}`);
+const flags = (fields: FieldFlag[] | undefined) =>
+  (fields ?? []).map((f) => `--${f.flag}=${f.path}:${f.kind ?? "string"}${f.required ? "!" : ""}`);
 const filters = (spec: ResourceSpec) => (spec.list.filters ?? []).map((f) => `--${f.flag}=${f.param}${f.kind === "bool" ? ":bool" : ""}`);
 
 describe("deriveResourceSpec of the API's services", () => {
   it("tags: path, list key, filters, required digest, bool deprecated, parent from the create path", () => {
     const spec = deriveResourceSpec(TagsService);
-    expect(spec).toMatchObject({ command: "tags", kind: "tag", path: "/registry/v2beta1/tags", listKey: "tags", update: true, delete: true });
+    expect(spec).toMatchObject({
+      command: "tags",
+      kind: "tag",
+      path: "/registry/v2beta1/tags",
+      listKey: "tags",
+      update: true,
+      delete: true,
+    });
     expect(spec.list).toMatchObject({ scopes: "all", name: true });
     expect(filters(spec)).toEqual(["--digest=digest", "--updated-since=updated_since"]);
     expect(flags(spec.fields)).toEqual(["--digest=digest:string!", "--deprecated=deprecated:bool"]);
@@ -74,7 +82,13 @@ describe("deriveResourceSpec of the API's services", () => {
 
   it("role bindings: create's body is the request (identity only on create), update's the binding (INPUT_ONLY roleUid)", () => {
     const spec = deriveResourceSpec(RoleBindingsService);
-    expect(spec).toMatchObject({ command: "role-bindings", kind: "role binding", path: "/iam/v2beta1/roleBindings", listKey: "roleBindings", update: true });
+    expect(spec).toMatchObject({
+      command: "role-bindings",
+      kind: "role binding",
+      path: "/iam/v2beta1/roleBindings",
+      listKey: "roleBindings",
+      update: true,
+    });
     expect(spec.list).toMatchObject({ scopes: "all", name: false });
     expect(filters(spec)).toEqual(["--identity=identity", "--group=group", "--role=role"]);
     expect(flags(spec.create?.only)).toEqual(["--identity-uid=identityUid:string!"]);
@@ -84,7 +98,13 @@ describe("deriveResourceSpec of the API's services", () => {
 
   it("root role bindings: no uidp (no scopes), no parent, no update; its own kind although it shares RoleBinding", () => {
     const spec = deriveResourceSpec(RootRoleBindingsService);
-    expect(spec).toMatchObject({ command: "root-role-bindings", kind: "root role binding", listKey: "rootRoleBindings", update: false, delete: true });
+    expect(spec).toMatchObject({
+      command: "root-role-bindings",
+      kind: "root role binding",
+      listKey: "rootRoleBindings",
+      update: false,
+      delete: true,
+    });
     expect(spec.list).toMatchObject({ scopes: "none", name: false });
     expect(spec.create?.parent).toBeUndefined();
     expect(flags(spec.fields)).toEqual(["--identity-uid=identityUid:string!", "--role-uid=roleUid:string!"]);
@@ -117,17 +137,41 @@ describe("deriveResourceSpec of the API's services", () => {
 
   it("group invites: Duration, no name, no update; OUTPUT_ONLY role and code get no flag", () => {
     const spec = deriveResourceSpec(GroupInvitesService);
-    expect(spec).toMatchObject({ command: "group-invites", kind: "group invite", path: "/iam/v2beta1/groupInvites", update: false, delete: true });
+    expect(spec).toMatchObject({
+      command: "group-invites",
+      kind: "group invite",
+      path: "/iam/v2beta1/groupInvites",
+      update: false,
+      delete: true,
+    });
     expect(spec.create?.name).toBeUndefined();
-    expect(flags(spec.fields)).toEqual(["--role-uid=roleUid:string!", "--email=email:string", "--ttl=ttl:duration!", "--single-use=singleUse:bool"]);
+    expect(flags(spec.fields)).toEqual([
+      "--role-uid=roleUid:string!",
+      "--email=email:string",
+      "--ttl=ttl:duration!",
+      "--single-use=singleUse:bool",
+    ]);
     expect(spec.columns.map((c) => c.header)).toEqual(["UID", "CREATED"]);
   });
 
   it("advisories: list and get only; a bool filter", () => {
     const spec = deriveResourceSpec(AdvisoriesService);
-    expect(spec).toMatchObject({ command: "advisories", kind: "advisory", listKey: "advisories", fields: [], update: false, delete: false });
+    expect(spec).toMatchObject({
+      command: "advisories",
+      kind: "advisory",
+      listKey: "advisories",
+      fields: [],
+      update: false,
+      delete: false,
+    });
     expect(spec.create).toBeUndefined();
-    expect(filters(spec)).toEqual(["--advisory-id=advisory_id", "--alias=alias", "--artifact-name=artifact_name", "--component-name=component_name", "--show-deleted=show_deleted:bool"]);
+    expect(filters(spec)).toEqual([
+      "--advisory-id=advisory_id",
+      "--alias=alias",
+      "--artifact-name=artifact_name",
+      "--component-name=component_name",
+      "--show-deleted=show_deleted:bool",
+    ]);
   });
 
   it("every override applies to what the derivation gives (none is stale)", () => {
@@ -139,14 +183,24 @@ describe("deriveResourceSpec of the API's services", () => {
 
   it("an override naming a field or filter the protos do not give is an error", () => {
     const tags = deriveResourceSpec(TagsService);
-    expect(() => withOverride(tags, { fields: { digests: { flag: "d" } } })).toThrow("tags: the override names digests, which the protos no longer give");
+    expect(() => withOverride(tags, { fields: { digests: { flag: "d" } } })).toThrow(
+      "tags: the override names digests, which the protos no longer give",
+    );
     expect(() => withOverride(tags, { filters: { since: {} } })).toThrow(/names since/);
     expect(() => withOverride(deriveResourceSpec(AdvisoriesService), { parent: { flag: "group" } })).toThrow(/does not have/);
   });
 
   it("singular", () => {
     expect(["identities", "aliases", "repos", "tags", "statuses", "boxes", "advisories", "licenses", "class"].map(singular)).toEqual([
-      "identity", "alias", "repo", "tag", "status", "box", "advisory", "license", "class",
+      "identity",
+      "alias",
+      "repo",
+      "tag",
+      "status",
+      "box",
+      "advisory",
+      "license",
+      "class",
     ]);
   });
 });
@@ -160,19 +214,37 @@ function widgetsService(): DescService {
     return options;
   };
   const field = (name: string, number: number, type: Type, more: Partial<FieldDescriptorProto> = {}) =>
-    ({ name, number, type, label: Label.OPTIONAL, jsonName: name.replace(/_(\w)/g, (_, c: string) => c.toUpperCase()), ...more }) as FieldDescriptorProto;
+    ({
+      name,
+      number,
+      type,
+      label: Label.OPTIONAL,
+      jsonName: name.replace(/_(\w)/g, (_, c: string) => c.toUpperCase()),
+      ...more,
+    }) as FieldDescriptorProto;
   const msg = (typeName: string, more: Partial<FieldDescriptorProto> = {}) => ({ type: Type.MESSAGE, typeName, ...more });
   const rule = (verb: "get" | "post" | "patch" | "delete", path: string, body = "") => {
     const options = create(MethodOptionsSchema);
     setExtension(options, http, create(HttpRuleSchema, { pattern: { case: verb, value: path }, body }));
     return options;
   };
-  const method = (name: string, input: string, output: string, options: ReturnType<typeof rule>) => ({ name, inputType: `.shop.v1.${input}`, outputType: output.startsWith(".") ? output : `.shop.v1.${output}`, options });
+  const method = (name: string, input: string, output: string, options: ReturnType<typeof rule>) => ({
+    name,
+    inputType: `.shop.v1.${input}`,
+    outputType: output.startsWith(".") ? output : `.shop.v1.${output}`,
+    options,
+  });
   const file = create(FileDescriptorProtoSchema, {
     name: "shop/v1/widgets.proto",
     package: "shop.v1",
     syntax: "proto3",
-    dependency: ["google/protobuf/duration.proto", "google/protobuf/empty.proto", "google/protobuf/field_mask.proto", "google/protobuf/timestamp.proto", "platform/common/v1/uidp.proto"],
+    dependency: [
+      "google/protobuf/duration.proto",
+      "google/protobuf/empty.proto",
+      "google/protobuf/field_mask.proto",
+      "google/protobuf/timestamp.proto",
+      "platform/common/v1/uidp.proto",
+    ],
     messageType: [
       {
         name: "Widget",
@@ -188,7 +260,9 @@ function widgetsService(): DescService {
           field("secret", 9, Type.STRING, { options: behavior(FieldBehavior.INPUT_ONLY) }),
           field("create_time", 10, Type.MESSAGE, { ...msg(".google.protobuf.Timestamp"), options: behavior(FieldBehavior.OUTPUT_ONLY) }),
         ],
-        nestedType: [{ name: "LabelsEntry", field: [field("key", 1, Type.STRING), field("value", 2, Type.STRING)], options: { mapEntry: true } }],
+        nestedType: [
+          { name: "LabelsEntry", field: [field("key", 1, Type.STRING), field("value", 2, Type.STRING)], options: { mapEntry: true } },
+        ],
       },
       // `color` clashes with Widget.color: its flag becomes --spec-color; `depth` keeps its own name.
       { name: "Spec", field: [field("color", 1, Type.STRING), field("depth", 2, Type.INT32)] },
@@ -205,15 +279,27 @@ function widgetsService(): DescService {
           field("in_stock", 8, Type.BOOL),
         ],
       },
-      { name: "ListWidgetsResponse", field: [field("widgets", 1, Type.MESSAGE, { label: Label.REPEATED, typeName: ".shop.v1.Widget" }), field("next_page_token", 2, Type.STRING)] },
+      {
+        name: "ListWidgetsResponse",
+        field: [
+          field("widgets", 1, Type.MESSAGE, { label: Label.REPEATED, typeName: ".shop.v1.Widget" }),
+          field("next_page_token", 2, Type.STRING),
+        ],
+      },
       { name: "GetWidgetRequest", field: [field("uid", 1, Type.STRING)] },
       {
         name: "CreateWidgetRequest",
-        field: [field("parent", 1, Type.STRING, { options: behavior(FieldBehavior.REQUIRED) }), field("widget", 2, Type.MESSAGE, msg(".shop.v1.Widget"))],
+        field: [
+          field("parent", 1, Type.STRING, { options: behavior(FieldBehavior.REQUIRED) }),
+          field("widget", 2, Type.MESSAGE, msg(".shop.v1.Widget")),
+        ],
       },
       {
         name: "UpdateWidgetRequest",
-        field: [field("widget", 1, Type.MESSAGE, msg(".shop.v1.Widget")), field("update_mask", 2, Type.MESSAGE, msg(".google.protobuf.FieldMask"))],
+        field: [
+          field("widget", 1, Type.MESSAGE, msg(".shop.v1.Widget")),
+          field("update_mask", 2, Type.MESSAGE, msg(".google.protobuf.FieldMask")),
+        ],
       },
       { name: "DeleteWidgetRequest", field: [field("uid", 1, Type.STRING)] },
     ],
@@ -230,7 +316,13 @@ function widgetsService(): DescService {
       },
     ],
   });
-  const deps = [file_google_protobuf_duration, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_platform_common_v1_uidp];
+  const deps = [
+    file_google_protobuf_duration,
+    file_google_protobuf_empty,
+    file_google_protobuf_field_mask,
+    file_google_protobuf_timestamp,
+    file_platform_common_v1_uidp,
+  ];
   const registry = createFileRegistry(file, (name) => deps.find((d) => d.proto.name === name));
   return registry.getService("shop.v1.WidgetsService")!;
 }
@@ -244,7 +336,12 @@ describe("a resource with no override entry", () => {
     req.on("end", () => {
       requests.push({ method: req.method!, url: req.url!, body: body ? JSON.parse(body) : undefined });
       res.setHeader("content-type", "application/json");
-      const answer = req.method === "DELETE" ? {} : req.method === "GET" && req.url!.startsWith("/shop/v1/widgets?") ? { widgets: [WIDGET], nextPageToken: "" } : WIDGET;
+      const answer =
+        req.method === "DELETE"
+          ? {}
+          : req.method === "GET" && req.url!.startsWith("/shop/v1/widgets?")
+            ? { widgets: [WIDGET], nextPageToken: "" }
+            : WIDGET;
       res.end(JSON.stringify(answer));
     });
   });
@@ -260,7 +357,12 @@ describe("a resource with no override entry", () => {
     let stdout = "";
     let stderr = "";
     const sink = (add: (t: string) => void) => new Writable({ write: (c: Buffer, _e, cb) => (add(c.toString()), cb()) });
-    const io = { env: { PLATFORM_TOKEN: "t", PLATFORM_CONFIG_DIR: "/nonexistent" }, stdin: new PassThrough(), stdout: sink((t) => (stdout += t)), stderr: sink((t) => (stderr += t)) };
+    const io = {
+      env: { PLATFORM_TOKEN: "t", PLATFORM_CONFIG_DIR: "/nonexistent" },
+      stdin: new PassThrough(),
+      stdout: sink((t) => (stdout += t)),
+      stderr: sink((t) => (stderr += t)),
+    };
     const program = buildProgram(io);
     registerResources(program, io, [widgetsService()], {});
     try {
@@ -276,10 +378,21 @@ describe("a resource with no override entry", () => {
     const area = (await run(["shop", "--help"])).stdout;
     expect(area).toContain("widgets: /shop/v1/widgets");
     const group = (await run(["shop", "widgets", "--help"])).stdout;
-    for (const sub of ["list", "get <uid>", "create [options] <name>", "update [options] <uid>", "delete <uid>"]) expect(group).toContain(sub);
+    for (const sub of ["list", "get <uid>", "create [options] <name>", "update [options] <uid>", "delete <uid>"])
+      expect(group).toContain(sub);
     expect(group).toContain("create a widget");
     const create = (await run(["shop", "widgets", "create", "--help"])).stdout.replace(/\s+/g, " ");
-    for (const flag of ["--parent <uid>", "--color <value>", "--size <n> sets sizes (repeatable)", "--label <key=value>", "--hidden", "--lifetime <duration>", "--spec-color <value> sets spec.color", "--depth <value> sets spec.depth", "--secret <value>"]) {
+    for (const flag of [
+      "--parent <uid>",
+      "--color <value>",
+      "--size <n> sets sizes (repeatable)",
+      "--label <key=value>",
+      "--hidden",
+      "--lifetime <duration>",
+      "--spec-color <value> sets spec.color",
+      "--depth <value> sets spec.depth",
+      "--secret <value>",
+    ]) {
       expect(create).toContain(flag);
     }
     expect(create).not.toMatch(/--create-time|--uid|--name/);
@@ -287,14 +400,36 @@ describe("a resource with no override entry", () => {
     expect(update).toMatch(/--name <value>/);
     expect(update).toMatch(/--no-hidden/);
     const list = (await run(["shop", "widgets", "list", "--help"])).stdout;
-    for (const flag of ["--name <name>", "--children-of <uid>", "--id <uid>", "--color <value>", "--in-stock "]) expect(list).toContain(flag);
+    for (const flag of ["--name <name>", "--children-of <uid>", "--id <uid>", "--color <value>", "--in-stock "])
+      expect(list).toContain(flag);
   });
 
   it("sends each command to the REST route, with the body the flags describe", async () => {
     requests.length = 0;
     const created = await run([
-      "shop", "widgets", "create", "w1", "--parent", "g1", "--color", "red", "--spec-color", "blue", "--depth", "3",
-      "--size", "1", "--size", "2", "--label", "a=b", "--hidden", "--lifetime", "1h", "--secret", "s",
+      "shop",
+      "widgets",
+      "create",
+      "w1",
+      "--parent",
+      "g1",
+      "--color",
+      "red",
+      "--spec-color",
+      "blue",
+      "--depth",
+      "3",
+      "--size",
+      "1",
+      "--size",
+      "2",
+      "--label",
+      "a=b",
+      "--hidden",
+      "--lifetime",
+      "1h",
+      "--secret",
+      "s",
     ]);
     expect(created.stdout).toBe("UID    NAME  CREATED\ng1/w1  w1    2026-01-02T03:04:05Z\n");
     await run(["shop", "widgets", "list", "--color", "red", "--in-stock"]);
@@ -305,7 +440,16 @@ describe("a resource with no override entry", () => {
       {
         method: "POST",
         url: "/shop/v1/widgets/g1",
-        body: { name: "w1", color: "red", sizes: ["1", "2"], labels: { a: "b" }, hidden: true, lifetime: "3600s", spec: { color: "blue", depth: "3" }, secret: "s" },
+        body: {
+          name: "w1",
+          color: "red",
+          sizes: ["1", "2"],
+          labels: { a: "b" },
+          hidden: true,
+          lifetime: "3600s",
+          spec: { color: "blue", depth: "3" },
+          secret: "s",
+        },
       },
       { method: "GET", url: "/shop/v1/widgets?color=red&in_stock=true", body: undefined },
       { method: "GET", url: "/shop/v1/widgets/g1/w1", body: undefined },

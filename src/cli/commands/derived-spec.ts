@@ -53,7 +53,18 @@ export function singular(word: string): string {
 }
 const singularLast = (flag: string) => flag.replace(/[a-z0-9]+$/, singular);
 
-const INTEGER = new Set([ScalarType.INT32, ScalarType.INT64, ScalarType.UINT32, ScalarType.UINT64, ScalarType.SINT32, ScalarType.SINT64, ScalarType.FIXED32, ScalarType.FIXED64, ScalarType.SFIXED32, ScalarType.SFIXED64]);
+const INTEGER = new Set([
+  ScalarType.INT32,
+  ScalarType.INT64,
+  ScalarType.UINT32,
+  ScalarType.UINT64,
+  ScalarType.SINT32,
+  ScalarType.SINT64,
+  ScalarType.FIXED32,
+  ScalarType.FIXED64,
+  ScalarType.SFIXED32,
+  ScalarType.SFIXED64,
+]);
 
 /** Well-known types a flag can carry as one JSON string. */
 const STRING_WKT: Record<string, string> = { "google.protobuf.Timestamp": "<time>", "google.protobuf.FieldMask": "<paths>" };
@@ -153,7 +164,10 @@ export function deriveResourceSpec(service: DescService): ResourceSpec {
   const rules = service.methods.flatMap((method) => rulesOf(method).map((rule) => ({ method, rule })));
   const list = rules.find(
     ({ method, rule }) =>
-      rule.verb === "get" && rule.template.variables.length === 0 && !rule.template.verb && method.output.fields.some((f) => f.fieldKind === "list" && f.listKind === "message"),
+      rule.verb === "get" &&
+      rule.template.variables.length === 0 &&
+      !rule.template.verb &&
+      method.output.fields.some((f) => f.fieldKind === "list" && f.listKind === "message"),
   );
   if (!list) throw new Error(`${where}: no List method (GET without path variables, answering a repeated message)`);
   const listField = list.method.output.fields.find((f) => f.fieldKind === "list" && f.listKind === "message")!;
@@ -161,21 +175,38 @@ export function deriveResourceSpec(service: DescService): ResourceSpec {
   const path = literalPath(list.rule.template)!;
   // The other verbs address `<path>/<uid>`, as the commands send them.
   const onItem = (verb: Rule["verb"]) =>
-    rules.find(({ method, rule }) => rule.verb === verb && !rule.template.verb && rule.template.source.startsWith(`${path}/{`) && (verb === "delete" || method.output === resource));
+    rules.find(
+      ({ method, rule }) =>
+        rule.verb === verb &&
+        !rule.template.verb &&
+        rule.template.source.startsWith(`${path}/{`) &&
+        (verb === "delete" || method.output === resource),
+    );
   if (!onItem("get")) throw new Error(`${where}: no Get method (GET ${path}/{uid})`);
-  const createRules = rules.filter(({ method, rule }) => rule.verb === "post" && !rule.template.verb && method.output === resource && rule.template.source.startsWith(path));
+  const createRules = rules.filter(
+    ({ method, rule }) =>
+      rule.verb === "post" && !rule.template.verb && method.output === resource && rule.template.source.startsWith(path),
+  );
   const update = onItem("patch");
-  const updateBody = update && update.method.input.fields.find((f) => f.name === update.rule.body);
+  const updateBody = update?.method.input.fields.find((f) => f.name === update.rule.body);
 
   const parentField = createRules[0]?.method.input.fields.find((f) => f.name === "parent");
-  const parentFlag = parentField && createRules.some(({ rule }) => rule.template.variables.some((v) => v.fieldPath.join(".") === "parent")) ? "parent" : undefined;
+  const parentFlag =
+    parentField && createRules.some(({ rule }) => rule.template.variables.some((v) => v.fieldPath.join(".") === "parent"))
+      ? "parent"
+      : undefined;
   const nameField = resource.fields.find((f) => f.name === "name" && f.fieldKind === "scalar" && !isOutputOnly(f));
   const taken = new Set([...RESERVED, ...(parentFlag ? [parentFlag] : [])]);
 
   // Update's body is the resource message: its writable fields. Create's is
   // the resource message too, or (body "*") the request's own fields.
   const writable = (message: DescMessage, skip: (f: DescField) => boolean, required: boolean) =>
-    leaves(message.fields.filter((f) => !skip(f)), [], required, new Set([message]));
+    leaves(
+      message.fields.filter((f) => !skip(f)),
+      [],
+      required,
+      new Set([message]),
+    );
   const createRule = createRules[0];
   const createBody =
     createRule === undefined
@@ -183,7 +214,8 @@ export function deriveResourceSpec(service: DescService): ResourceSpec {
       : createRule.rule.body === "*"
         ? writable(createRule.method.input, (f) => f.name === "parent" || (nameField !== undefined && f.name === "name"), true)
         : writable(resource, (f) => f === nameField, true);
-  const updateFields = updateBody?.fieldKind === "message" && updateBody.message === resource ? writable(resource, (f) => f === nameField, true) : undefined;
+  const updateFields =
+    updateBody?.fieldKind === "message" && updateBody.message === resource ? writable(resource, (f) => f === nameField, true) : undefined;
   // One flag per body path; where create and update both set it, create's says whether it is required.
   const pathOf = (c: Candidate) => c.fields.map((f) => f.jsonName).join(".");
   const unique = new Map([...(updateFields ?? []), ...(createBody ?? [])].map((c) => [pathOf(c), c]));
@@ -213,7 +245,8 @@ export function deriveResourceSpec(service: DescService): ResourceSpec {
   };
   if (createRule) {
     spec.create = {};
-    if (parentFlag) spec.create.parent = { flag: parentFlag, description: `the uid of the ${spec.kind}'s parent`, required: isRequired(parentField!) };
+    if (parentFlag)
+      spec.create.parent = { flag: parentFlag, description: `the uid of the ${spec.kind}'s parent`, required: isRequired(parentField!) };
     if (nameField) spec.create.name = isRequired(nameField) ? "required" : "optional";
     if (only.length > 0) spec.create.only = only;
   }
@@ -242,7 +275,12 @@ export interface ResourceOverride {
   print?: (ctx: CommandContext, created: JsonObject) => void;
 }
 
-function patched<T extends { flag: string }>(items: T[], key: (t: T) => string, patches: Record<string, Partial<T>> | undefined, used: Set<string>): T[] {
+function patched<T extends { flag: string }>(
+  items: T[],
+  key: (t: T) => string,
+  patches: Record<string, Partial<T>> | undefined,
+  used: Set<string>,
+): T[] {
   return items.map((item) => {
     const patch = patches?.[key(item)];
     if (!patch) return item;

@@ -43,7 +43,12 @@ export const EVENTS_OVERRIDES: Record<string, ResourceOverride> = {
   },
 };
 
-const COLUMNS: Column[] = [col("TIME", "time", "time"), col("TYPE", "type"), col("SUBJECT", "subject", "text", true), col("ACTOR", "actor")];
+const COLUMNS: Column[] = [
+  col("TIME", "time", "time"),
+  col("TYPE", "type"),
+  col("SUBJECT", "subject", "text", true),
+  col("ACTOR", "actor"),
+];
 
 /** One streamed event as a line of fixed-width columns, so that lines printed one by one align. */
 function watchLine(event: JsonObject): string {

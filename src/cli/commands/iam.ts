@@ -46,7 +46,14 @@ export const IAM_OVERRIDES: Record<string, ResourceOverride> = {
     fields: { ...description, resourceLimits: { description: "a resource limit (update: replaces them all)", arg: "<name=n>" } },
   },
   [IdentitiesService.typeName]: {
-    columns: [UID, NAME, col("ISSUER", "claimMatch.issuer"), col("SUBJECT", "claimMatch.subject"), col("LAST SEEN", "lastSeenTime", "time"), CREATED],
+    columns: [
+      UID,
+      NAME,
+      col("ISSUER", "claimMatch.issuer"),
+      col("SUBJECT", "claimMatch.subject"),
+      col("LAST SEEN", "lastSeenTime", "time"),
+      CREATED,
+    ],
     // The server filters on these two claim_match fields only.
     extraFilters: [
       { flag: "issuer", param: "claim_match.issuer", description: "claimMatch.issuer (exact)", arg: "<url>" },

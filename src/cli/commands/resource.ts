@@ -195,10 +195,7 @@ function listQuery(spec: ResourceSpec, cmd: Command): Query {
     name: opts.name,
     "uidp.ids": opts.id,
   };
-  const params = [
-    ...(spec.list.scopes === "all" ? SCOPES.map(([flag, param]) => ({ flag, param })) : []),
-    ...(spec.list.filters ?? []),
-  ];
+  const params = [...(spec.list.scopes === "all" ? SCOPES.map(([flag, param]) => ({ flag, param })) : []), ...(spec.list.filters ?? [])];
   for (const { flag, param } of params) {
     const value = opts[new Option(`--${flag}`).attributeName()];
     if (value !== undefined) query[param] = String(value);
@@ -215,7 +212,12 @@ async function list(spec: ResourceSpec, cmd: Command, io: CliIo): Promise<void> 
   const items = [...((first[spec.listKey] as JsonObject[] | undefined) ?? [])];
   const seen = new Set<string>();
   // --all: follow nextPageToken to the end (a repeated token would loop forever).
-  while (cmd.opts<ListOptions>().all && typeof page["nextPageToken"] === "string" && page["nextPageToken"] && !seen.has(page["nextPageToken"])) {
+  while (
+    cmd.opts<ListOptions>().all &&
+    typeof page["nextPageToken"] === "string" &&
+    page["nextPageToken"] &&
+    !seen.has(page["nextPageToken"])
+  ) {
     seen.add(page["nextPageToken"]);
     page = await client.request("GET", spec.path, { query: { ...query, page_token: page["nextPageToken"], skip: undefined } });
     items.push(...((page[spec.listKey] as JsonObject[] | undefined) ?? []));

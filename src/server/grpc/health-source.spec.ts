@@ -12,7 +12,7 @@ function deferredSource(): HealthSource & { calls: number; resolve(s: ServingSta
     resolve(s) {
       const pending = resolvers;
       resolvers = [];
-      pending.forEach((r) => r(s));
+      for (const r of pending) r(s);
     },
   };
 }

@@ -35,49 +35,53 @@ export function registerHealth(
     return fresh ? reader.readFresh() : reader.read();
   };
 
-  router.service(Health, {
-    async check(request) {
-      if (!known.has(request.service)) {
-        throw new ConnectError(`unknown service: ${request.service}`, Code.NotFound);
-      }
-      return response(toWire(await current(true)));
-    },
-
-    async list() {
-      const status = response(toWire(await current(true)));
-      return { statuses: Object.fromEntries([...known].map((name) => [name, status])) };
-    },
-
-    async *watch(request, context) {
-      const { signal, dispose } = linkSignals(context.signal, shutdown);
-      try {
+  router.service(
+    Health,
+    {
+      async check(request) {
         if (!known.has(request.service)) {
-          // The protocol keeps the call open for a service that may appear
-          // later; ours are fixed at start-up, so it stays unknown until the
-          // call ends.
-          yield response(Wire.SERVICE_UNKNOWN);
-          await untilAborted(signal);
-          return;
+          throw new ConnectError(`unknown service: ${request.service}`, Code.NotFound);
         }
-        let last: Wire | undefined;
-        while (!signal.aborted) {
-          const status = await unlessAborted(current(false), signal);
-          if (status !== undefined && toWire(status) !== last) {
-            last = toWire(status);
-            yield response(last);
+        return response(toWire(await current(true)));
+      },
+
+      async list() {
+        const status = response(toWire(await current(true)));
+        return { statuses: Object.fromEntries([...known].map((name) => [name, status])) };
+      },
+
+      async *watch(request, context) {
+        const { signal, dispose } = linkSignals(context.signal, shutdown);
+        try {
+          if (!known.has(request.service)) {
+            // The protocol keeps the call open for a service that may appear
+            // later; ours are fixed at start-up, so it stays unknown until the
+            // call ends.
+            yield response(Wire.SERVICE_UNKNOWN);
+            await untilAborted(signal);
+            return;
           }
-          await sleep(pollMs, signal);
+          let last: Wire | undefined;
+          while (!signal.aborted) {
+            const status = await unlessAborted(current(false), signal);
+            if (status !== undefined && toWire(status) !== last) {
+              last = toWire(status);
+              yield response(last);
+            }
+            await sleep(pollMs, signal);
+          }
+          if (shutdown.aborted && !context.signal.aborted && last !== Wire.NOT_SERVING) {
+            // Tell the watcher we are going away before the stream ends, as
+            // grpc-go's health server does on Shutdown.
+            yield response(Wire.NOT_SERVING);
+          }
+        } finally {
+          dispose();
         }
-        if (shutdown.aborted && !context.signal.aborted && last !== Wire.NOT_SERVING) {
-          // Tell the watcher we are going away before the stream ends, as
-          // grpc-go's health server does on Shutdown.
-          yield response(Wire.NOT_SERVING);
-        }
-      } finally {
-        dispose();
-      }
+      },
     },
-  }, options);
+    options,
+  );
 }
 
 function toWire(status: ServingStatus): Wire {

@@ -47,9 +47,7 @@ export class ReflectionSession {
           value: { service: this.index.services().map((name) => ({ name })) },
         };
       case "fileByFilename":
-        return this.index.hasFile(req.value)
-          ? this.files(req.value)
-          : notFound(`file not found: ${req.value}`);
+        return this.index.hasFile(req.value) ? this.files(req.value) : notFound(`file not found: ${req.value}`);
       case "fileContainingSymbol": {
         const file = this.index.fileContainingSymbol(req.value);
         return file === undefined ? notFound(`symbol not found: ${req.value}`) : this.files(file);
@@ -57,9 +55,7 @@ export class ReflectionSession {
       case "fileContainingExtension": {
         const { containingType, extensionNumber } = req.value;
         const file = this.index.fileContainingExtension(containingType, extensionNumber);
-        return file === undefined
-          ? notFound(`extension ${extensionNumber} of ${containingType} not found`)
-          : this.files(file);
+        return file === undefined ? notFound(`extension ${extensionNumber} of ${containingType} not found`) : this.files(file);
       }
       case "allExtensionNumbersOfType": {
         const numbers = this.index.extensionNumbersOf(req.value);

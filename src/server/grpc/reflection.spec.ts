@@ -146,9 +146,7 @@ describe.each<ReflectionVersion>(["v1", "v1alpha"])("grpc.reflection.%s over grp
   });
 
   it("answers file_by_filename", async () => {
-    expect(names(await one(version, { file_by_filename: "google/protobuf/timestamp.proto" }))).toEqual([
-      "google/protobuf/timestamp.proto",
-    ]);
+    expect(names(await one(version, { file_by_filename: "google/protobuf/timestamp.proto" }))).toEqual(["google/protobuf/timestamp.proto"]);
     const files = names(await one(version, { file_by_filename: GROUPS_FILE }));
     expect(files[0]).toBe(GROUPS_FILE);
     expect(files).toContain("google/api/annotations.proto");
@@ -166,23 +164,19 @@ describe.each<ReflectionVersion>(["v1", "v1alpha"])("grpc.reflection.%s over grp
   });
 
   it("answers the extension queries", async () => {
-    const [byExtension, numbers, fieldNumbers, noExtensions, unknownType, unknownExtension] = await reflect(
-      version,
-      server.address,
-      [
-        {
-          file_containing_extension: {
-            containing_type: "google.protobuf.MethodOptions",
-            extension_number: HTTP_RULE_EXTENSION,
-          },
+    const [byExtension, numbers, fieldNumbers, noExtensions, unknownType, unknownExtension] = await reflect(version, server.address, [
+      {
+        file_containing_extension: {
+          containing_type: "google.protobuf.MethodOptions",
+          extension_number: HTTP_RULE_EXTENSION,
         },
-        { all_extension_numbers_of_type: "google.protobuf.MethodOptions" },
-        { all_extension_numbers_of_type: "google.protobuf.FieldOptions" },
-        { all_extension_numbers_of_type: "platform.iam.v2beta1.Group" },
-        { all_extension_numbers_of_type: "platform.iam.v2beta1.Nope" },
-        { file_containing_extension: { containing_type: "google.protobuf.MethodOptions", extension_number: 1 } },
-      ],
-    );
+      },
+      { all_extension_numbers_of_type: "google.protobuf.MethodOptions" },
+      { all_extension_numbers_of_type: "google.protobuf.FieldOptions" },
+      { all_extension_numbers_of_type: "platform.iam.v2beta1.Group" },
+      { all_extension_numbers_of_type: "platform.iam.v2beta1.Nope" },
+      { file_containing_extension: { containing_type: "google.protobuf.MethodOptions", extension_number: 1 } },
+    ]);
     expect(names(byExtension)[0]).toBe("google/api/annotations.proto");
     expect(numbers?.all_extension_numbers_response).toEqual({
       base_type_name: "google.protobuf.MethodOptions",
@@ -218,15 +212,10 @@ const buf = fileURLToPath(new URL("../../../node_modules/.bin/buf", import.meta.
 
 function bufCurl(args: string[]): Promise<ProcessResult> {
   return new Promise((resolve) => {
-    execFile(
-      buf,
-      ["curl", "--protocol", "grpc", "--http2-prior-knowledge", ...args],
-      { timeout: 20_000 },
-      (err, stdout, stderr) => {
-        const code = err === null ? 0 : typeof err.code === "number" ? err.code : null;
-        resolve({ code, stdout, stderr });
-      },
-    );
+    execFile(buf, ["curl", "--protocol", "grpc", "--http2-prior-knowledge", ...args], { timeout: 20_000 }, (err, stdout, stderr) => {
+      const code = err === null ? 0 : typeof err.code === "number" ? err.code : null;
+      resolve({ code, stdout, stderr });
+    });
   });
 }
 

@@ -35,31 +35,39 @@ export function registerReflection(router: ConnectRouter, services: DescService[
     return (index = built);
   };
 
-  router.service(v1.ServerReflection, {
-    async *serverReflectionInfo(requests) {
-      const session = new ReflectionSession(completeIndex());
-      for await (const request of requests) {
-        yield create(v1.ServerReflectionResponseSchema, {
-          // The spec asks the server to echo the host and the request so
-          // that a client pipelining requests can match the answers.
-          validHost: request.host,
-          originalRequest: request,
-          messageResponse: session.answer(request),
-        });
-      }
+  router.service(
+    v1.ServerReflection,
+    {
+      async *serverReflectionInfo(requests) {
+        const session = new ReflectionSession(completeIndex());
+        for await (const request of requests) {
+          yield create(v1.ServerReflectionResponseSchema, {
+            // The spec asks the server to echo the host and the request so
+            // that a client pipelining requests can match the answers.
+            validHost: request.host,
+            originalRequest: request,
+            messageResponse: session.answer(request),
+          });
+        }
+      },
     },
-  }, options);
+    options,
+  );
 
-  router.service(v1alpha.ServerReflection, {
-    async *serverReflectionInfo(requests) {
-      const session = new ReflectionSession(completeIndex());
-      for await (const request of requests) {
-        yield create(v1alpha.ServerReflectionResponseSchema, {
-          validHost: request.host,
-          originalRequest: request,
-          messageResponse: session.answer(request),
-        });
-      }
+  router.service(
+    v1alpha.ServerReflection,
+    {
+      async *serverReflectionInfo(requests) {
+        const session = new ReflectionSession(completeIndex());
+        for await (const request of requests) {
+          yield create(v1alpha.ServerReflectionResponseSchema, {
+            validHost: request.host,
+            originalRequest: request,
+            messageResponse: session.answer(request),
+          });
+        }
+      },
     },
-  }, options);
+    options,
+  );
 }

@@ -12,7 +12,15 @@ import { SecretBox } from "../../crypto/index.js";
 import { schema, type Database, type DatabaseHandle } from "../../db/index.js";
 import { Egress } from "../../egress/index.js";
 import { EventHub } from "../../events/index.js";
-import { INLINE_ROOTS, ListEngine, scopeMatcher, visibilityCondition, visibilityMatcher, type ListVisibility, type UidpFilter } from "../../list/index.js";
+import {
+  INLINE_ROOTS,
+  ListEngine,
+  scopeMatcher,
+  visibilityCondition,
+  visibilityMatcher,
+  type ListVisibility,
+  type UidpFilter,
+} from "../../list/index.js";
 import { scopeConditions } from "../../list/scope.js";
 import type { ServiceContext } from "../context.js";
 import { eventFilters, eventMatcher, eventsService, eventsSource } from "./events.js";
@@ -47,7 +55,13 @@ beforeAll(async () => {
   const secrets = new SecretBox(Buffer.alloc(32, 7));
   const clock = () => new Date();
   const db = counted(handle.db);
-  hub = new EventHub({ db, pollMs: 60_000, onError: (e) => { throw e; } });
+  hub = new EventHub({
+    db,
+    pollMs: 60_000,
+    onError: (e) => {
+      throw e;
+    },
+  });
   ctx = {
     db,
     list: await ListEngine.create(handle.db, secrets, clock),
@@ -90,7 +104,11 @@ function watchContext(identity: string, signal: AbortSignal) {
     requestMethod: "POST",
     url: "http://test/platform.events.v2beta1.EventsService/WatchEvents",
     requestSignal: signal,
-    contextValues: createContextValues().set(principalKey, { identityUid: identity, audience: "test", expiry: new Date(Date.now() + 3_600_000) }),
+    contextValues: createContextValues().set(principalKey, {
+      identityUid: identity,
+      audience: "test",
+      expiry: new Date(Date.now() + 3_600_000),
+    }),
   });
 }
 
@@ -168,7 +186,12 @@ describe("WatchEvents", () => {
 
   it("holds the server's, each organization's and each identity's streams to the caps configured: past one, RESOURCE_EXHAUSTED with a QuotaFailure naming it", async () => {
     const capped = eventsService({ ...ctx, eventStreams: { perServer: 4, perOrganization: 3, perIdentity: 2 } });
-    for (const [who, org] of [["cap-1", "orgc1"], ["cap-2", "orgc1"], ["cap-3", "orgc2"], ["cap-4", "orgc3"]] as const) {
+    for (const [who, org] of [
+      ["cap-1", "orgc1"],
+      ["cap-2", "orgc1"],
+      ["cap-3", "orgc2"],
+      ["cap-4", "orgc3"],
+    ] as const) {
       visibilityOf.set(who, { all: false, roots: [org] });
     }
     const quota = (err: unknown) => {
@@ -204,9 +227,19 @@ describe("WatchEvents", () => {
    * takes one event and then stops reading, as a client that no longer reads would make it.
    */
   async function stalledStream(identity: string, group: string, maxBufferedBytes?: number) {
-    const own = new EventHub({ db: handle.db, pollMs: 60_000, maxBufferedBytes, onError: (e) => { throw e; } });
+    const own = new EventHub({
+      db: handle.db,
+      pollMs: 60_000,
+      maxBufferedBytes,
+      onError: (e) => {
+        throw e;
+      },
+    });
     const abort = new AbortController();
-    const stream = eventsService({ ...ctx, eventHub: own }).watchEvents!(create(WatchEventsRequestSchema, {}), watchContext(identity, abort.signal))[Symbol.asyncIterator]();
+    const stream = eventsService({ ...ctx, eventHub: own }).watchEvents!(
+      create(WatchEventsRequestSchema, {}),
+      watchContext(identity, abort.signal),
+    )[Symbol.asyncIterator]();
     const first = stream.next();
     await until(() => own.size === 1);
     // Its start (the latest seq) is read once the hub counts it; let it settle.
@@ -259,10 +292,15 @@ describe("WatchEvents", () => {
     // Cut off: its rows let go at once, not when it next reads.
     expect(own.size).toBe(0);
     expect(own.buffered).toEqual({ rows: 0, bytes: 0 });
-    const err = await stream.next().then(() => undefined, (e: unknown) => e);
+    const err = await stream.next().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(ConnectError);
     expect(err).toMatchObject({ code: Code.ResourceExhausted });
-    expect((err as ConnectError).rawMessage).toMatch(/fell more than 8000 bytes of events behind; resume with after_id set to the last event id received/);
+    expect((err as ConnectError).rawMessage).toMatch(
+      /fell more than 8000 bytes of events behind; resume with after_id set to the last event id received/,
+    );
     await close();
     const resumed = watch("stalled-2", { afterId: first });
     await until(() => resumed.got.length === 3);
@@ -297,13 +335,18 @@ describe("WatchEvents", () => {
       { all: false, roots: [...filler, "orgm/a", "orgn"].sort() },
       { all: false, roots: [...filler, "orgm/a/b", "orgm/ab", "orgm0", "orgn/a"].sort() },
     ];
-    const ours = sql`${schema.events.uid} in (${sql.join(uids.map((u) => sql`${u}`), sql`, `)})`;
+    const ours = sql`${schema.events.uid} in (${sql.join(
+      uids.map((u) => sql`${u}`),
+      sql`, `,
+    )})`;
     const rows = await handle.db.select().from(schema.events).where(ours).orderBy(asc(schema.events.seq));
     for (const f of filters) {
       const uidp = create(UIDPFilterSchema, f) as UidpFilter;
       for (const v of visibilities) {
         const where = and(ours, ...scopeConditions(eventsSource, uidp), visibilityCondition(eventsSource, v));
-        const inSql = (await handle.db.select({ uid: schema.events.uid }).from(schema.events).where(where).orderBy(asc(schema.events.seq))).map((r) => r.uid);
+        const inSql = (
+          await handle.db.select({ uid: schema.events.uid }).from(schema.events).where(where).orderBy(asc(schema.events.seq))
+        ).map((r) => r.uid);
         const inScope = scopeMatcher(uidp);
         const visible = visibilityMatcher(v);
         const inMemory = rows.filter((r) => inScope(r) && visible(r)).map((r) => r.uid);
@@ -321,8 +364,17 @@ describe("WatchEvents", () => {
     uids.push(await commit("orgm", "platform.test.b.v1"), await commit("orgm", "platform.test.bc.v1"));
     const all = await handle.db.select().from(schema.events).where(ours).orderBy(asc(schema.events.seq));
     for (const f of fields) {
-      const inSql = (await handle.db.select({ uid: schema.events.uid }).from(schema.events).where(and(ours, ...eventFilters(f).where)).orderBy(asc(schema.events.seq))).map((r) => r.uid);
-      expect(all.filter(eventMatcher(f)).map((r) => r.uid), JSON.stringify(f)).toEqual(inSql);
+      const inSql = (
+        await handle.db
+          .select({ uid: schema.events.uid })
+          .from(schema.events)
+          .where(and(ours, ...eventFilters(f).where))
+          .orderBy(asc(schema.events.seq))
+      ).map((r) => r.uid);
+      expect(
+        all.filter(eventMatcher(f)).map((r) => r.uid),
+        JSON.stringify(f),
+      ).toEqual(inSql);
     }
   });
 });

@@ -1,7 +1,14 @@
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { and, asc, eq, gt, gte, lt, max, sql, type SQL } from "drizzle-orm";
-import { EventSchema, EventsService, ListEventsResponseSchema, type Event, type ListEventsRequest, type WatchEventsRequest } from "../../../gen/platform/events/v2beta1/events_pb.js";
+import {
+  EventSchema,
+  type EventsService,
+  ListEventsResponseSchema,
+  type Event,
+  type ListEventsRequest,
+  type WatchEventsRequest,
+} from "../../../gen/platform/events/v2beta1/events_pb.js";
 import { schema } from "../../db/index.js";
 import { outOfRange, invalidArgument, unauthenticated } from "../../errors/index.js";
 import { principalKey } from "../../auth/index.js";
@@ -57,11 +64,17 @@ export function toEventMessage(row: EventRow): Event {
 }
 
 /** What ListEvents and WatchEvents filter on (WatchEvents has no time bounds). */
-type EventFilterFields = Pick<ListEventsRequest, "type" | "typePrefix" | "subject" | "actor"> & Partial<Pick<ListEventsRequest, "since" | "until">>;
+type EventFilterFields = Pick<ListEventsRequest, "type" | "typePrefix" | "subject" | "actor"> &
+  Partial<Pick<ListEventsRequest, "since" | "until">>;
 
 /** The type, subject, actor and time filters, shared by ListEvents and WatchEvents. */
 export function eventFilters(req: EventFilterFields): ExtraFilters {
-  for (const [field, value] of [["type", req.type], ["type_prefix", req.typePrefix], ["subject", req.subject], ["actor", req.actor]] as const) {
+  for (const [field, value] of [
+    ["type", req.type],
+    ["type_prefix", req.typePrefix],
+    ["subject", req.subject],
+    ["actor", req.actor],
+  ] as const) {
     if (value.length > MAX_FILTER_LENGTH) throw invalidArgument(field, `must be at most ${MAX_FILTER_LENGTH} characters`);
   }
   const where: SQL[] = [];
@@ -76,7 +89,14 @@ export function eventFilters(req: EventFilterFields): ExtraFilters {
   if (until) where.push(lt(events.time, until));
   return {
     where,
-    key: { type: req.type, typePrefix: req.typePrefix, subject: req.subject, actor: req.actor, since: since?.toISOString() ?? null, until: until?.toISOString() ?? null },
+    key: {
+      type: req.type,
+      typePrefix: req.typePrefix,
+      subject: req.subject,
+      actor: req.actor,
+      since: since?.toISOString() ?? null,
+      until: until?.toISOString() ?? null,
+    },
   };
 }
 
@@ -174,14 +194,17 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
       } else {
         if (req.afterId.length > MAX_ID_LENGTH) throw invalidArgument("after_id", "is not an event id");
         const from = await resumePoint(req.afterId, await checkVisibility());
-        if (from === undefined) throw invalidArgument("after_id", "names no event (it may have been pruned); list the events to find where to resume");
+        if (from === undefined)
+          throw invalidArgument("after_id", "names no event (it may have been pruned); list the events to find where to resume");
         isNew = (seq) => seq > from && !replayed.has(seq);
         let after = from;
         for (;;) {
           const rows = await replayPage(filters.where, await checkVisibility(), after);
           for (const row of rows) {
             if (replayed.size >= MAX_REPLAY) {
-              throw outOfRange(`more than ${MAX_REPLAY} events to replay after ${req.afterId}: page through them with ListEvents, then watch after the last one`);
+              throw outOfRange(
+                `more than ${MAX_REPLAY} events to replay after ${req.afterId}: page through them with ListEvents, then watch after the last one`,
+              );
             }
             replayed.add(row.seq);
             yield toEventMessage(row);
@@ -209,7 +232,10 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
   /** The seq of the event `uid`, when the caller may see it: another organization's id resumes nothing. */
   async function resumePoint(uid: string, visibility: ListVisibility): Promise<number | undefined> {
     const visible = visibilityCondition(eventsSource, visibility);
-    const [from] = await ctx.db.select({ seq: events.seq }).from(events).where(and(eq(events.uid, uid), visible));
+    const [from] = await ctx.db
+      .select({ seq: events.seq })
+      .from(events)
+      .where(and(eq(events.uid, uid), visible));
     return from?.seq;
   }
 
@@ -221,6 +247,11 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
    */
   async function replayPage(where: SQL[], visibility: ListVisibility, after: number): Promise<EventRow[]> {
     const visible = visibilityCondition(eventsSource, visibility);
-    return ctx.db.select().from(events).where(and(...where, visible, gt(events.seq, after))).orderBy(asc(events.seq)).limit(REPLAY_PAGE);
+    return ctx.db
+      .select()
+      .from(events)
+      .where(and(...where, visible, gt(events.seq, after)))
+      .orderBy(asc(events.seq))
+      .limit(REPLAY_PAGE);
   }
 }

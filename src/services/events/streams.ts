@@ -71,10 +71,16 @@ export class StreamBudget {
     }
     const full = organizations.find((o) => this.inOrganization.count(o) >= perOrganization);
     if (full !== undefined) {
-      throw quotaExceeded(`organization:${full}`, `at most ${perOrganization} WatchEvents streams may read organization ${full}'s events on one server; close one first`);
+      throw quotaExceeded(
+        `organization:${full}`,
+        `at most ${perOrganization} WatchEvents streams may read organization ${full}'s events on one server; close one first`,
+      );
     }
     if (this.open >= perServer) {
-      throw quotaExceeded("server", `at most ${perServer} WatchEvents streams on one server, whoever holds them; try again later or another replica`);
+      throw quotaExceeded(
+        "server",
+        `at most ${perServer} WatchEvents streams on one server, whoever holds them; try again later or another replica`,
+      );
     }
     this.ofIdentity.add(identity);
     for (const o of organizations) this.inOrganization.add(o);

@@ -4,7 +4,12 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { principalKey } from "../../auth/index.js";
 import { callerGrants } from "../../authz/index.js";
 import { count, eq, inArray } from "drizzle-orm";
-import { SubscriptionSchema, Subscription_State, SubscriptionsService, type Subscription } from "../../../gen/platform/events/v2beta1/subscriptions_pb.js";
+import {
+  SubscriptionSchema,
+  Subscription_State,
+  SubscriptionsService,
+  type Subscription,
+} from "../../../gen/platform/events/v2beta1/subscriptions_pb.js";
 import type { SecretBox } from "../../crypto/index.js";
 import { newChildUid, organizationOf, parentOf, schema, type Executor } from "../../db/index.js";
 import { atOrBelow } from "../../list/scope.js";
@@ -59,7 +64,12 @@ async function withDeliveryCounts(db: Executor, page: Subscription[]): Promise<S
   const rows = await db
     .select({ uid: eventDeliveries.subscriptionUid, state: eventDeliveries.state, n: count() })
     .from(eventDeliveries)
-    .where(inArray(eventDeliveries.subscriptionUid, page.map((s) => s.uid)))
+    .where(
+      inArray(
+        eventDeliveries.subscriptionUid,
+        page.map((s) => s.uid),
+      ),
+    )
     .groupBy(eventDeliveries.subscriptionUid, eventDeliveries.state);
   const byUid = new Map(page.map((s) => [s.uid, s]));
   for (const r of rows) {
@@ -90,7 +100,10 @@ function validateSubscription(egress: Egress, s: Subscription): void {
   if (s.types.length > MAX_TYPES) throw invalidArgument("types", `at most ${MAX_TYPES} type prefixes`);
   s.types.forEach((t, i) => {
     if (!t || t.length > MAX_TYPE_LENGTH || !TYPE_PREFIX.test(t)) {
-      throw invalidArgument(`types[${i}]`, `must be an event type or a prefix of one (lower-case letters, digits, "_" and ".", at most ${MAX_TYPE_LENGTH} characters)`);
+      throw invalidArgument(
+        `types[${i}]`,
+        `must be an event type or a prefix of one (lower-case letters, digits, "_" and ".", at most ${MAX_TYPE_LENGTH} characters)`,
+      );
     }
   });
   checkDescription(s.description);

@@ -15,7 +15,7 @@ import type { ServiceContext } from "../context.js";
 import { requireField } from "../resource-store.js";
 import { defineResource, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
-import { checkDescription, checkLength, checkOptionalName, MAX_NAME_LENGTH } from "../validation.js";
+import { checkDescription, checkOptionalName, MAX_NAME_LENGTH } from "../validation.js";
 
 const AWS_ACCOUNT = /^\d{12}$/;
 const GCP_PROJECT_ID = /^[a-z][a-z0-9-]{4,28}[a-z0-9]$/;
@@ -106,11 +106,15 @@ export function accountAssociationsService(ctx: ServiceContext): ServiceImpl<typ
     // One per group: the group's uid is the association's primary key.
     createAccountAssociation(req, context) {
       const group = requireField(req.parent, "parent");
-      return store.create(req.accountAssociation ?? create(AccountAssociationSchema), {
-        uid: group,
-        parentUid: group,
-        path: scopePath(group),
-      }, context);
+      return store.create(
+        req.accountAssociation ?? create(AccountAssociationSchema),
+        {
+          uid: group,
+          parentUid: group,
+          path: scopePath(group),
+        },
+        context,
+      );
     },
   }));
 }

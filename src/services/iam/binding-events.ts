@@ -49,7 +49,12 @@ export async function grantRootRoleRecorded(tx: Executor, events: EventRecorder,
  * the delete's transaction after its row lock (which keeps new bindings out) and before the
  * bindings go, since their events show them as a Get did.
  */
-export async function recordBindingsGoing(tx: Executor, events: EventRecorder, call: ChangeCall, of: { group: string } | { identity: string }): Promise<void> {
+export async function recordBindingsGoing(
+  tx: Executor,
+  events: EventRecorder,
+  call: ChangeCall,
+  of: { group: string } | { identity: string },
+): Promise<void> {
   if (!declaredEventType(call.method)) return;
   const actor = actorOf(call);
   const { roleBindings: b, rootRoleBindings: root } = schema;
@@ -57,7 +62,12 @@ export async function recordBindingsGoing(tx: Executor, events: EventRecorder, c
   const uids = (await tx.select({ uid: b.uid }).from(b).where(held)).map((r) => r.uid);
   for (const piece of inPieces(uids)) {
     for (const before of await hydrateRoleBindings(tx, piece)) {
-      await events.changeBy(tx, ROLE_BINDING_DELETED, actor, { schema: RoleBindingSchema, subject: before.uid, group: parentOf(before.uid), before });
+      await events.changeBy(tx, ROLE_BINDING_DELETED, actor, {
+        schema: RoleBindingSchema,
+        subject: before.uid,
+        group: parentOf(before.uid),
+        before,
+      });
     }
   }
   if (!("identity" in of)) return;
@@ -68,4 +78,3 @@ export async function recordBindingsGoing(tx: Executor, events: EventRecorder, c
     }
   }
 }
-

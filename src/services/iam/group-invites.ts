@@ -3,11 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import type { Duration } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { and, eq, gt, inArray, isNull, or, sql } from "drizzle-orm";
-import {
-  GroupInviteSchema,
-  GroupInvitesService,
-  type GroupInvite,
-} from "../../../gen/platform/iam/v2beta1/group_invites_pb.js";
+import { GroupInviteSchema, GroupInvitesService, type GroupInvite } from "../../../gen/platform/iam/v2beta1/group_invites_pb.js";
 import { RoleReferenceSchema } from "../../../gen/platform/iam/v2beta1/references_pb.js";
 import { newChildUid, schema, type Executor } from "../../db/index.js";
 import { assertWithinCeiling, callerGrants } from "../../authz/index.js";
@@ -103,7 +99,10 @@ export async function findRedeemableInvite(db: Executor, code: string, now: Date
 
 /** The invite a code names, whatever its state: login uses it to say why a code is not redeemable. */
 export async function findInviteByCode(db: Executor, code: string): Promise<GroupInviteRow | undefined> {
-  const [row] = await db.select().from(schema.groupInvites).where(eq(schema.groupInvites.codeHash, hashCode(code)));
+  const [row] = await db
+    .select()
+    .from(schema.groupInvites)
+    .where(eq(schema.groupInvites.codeHash, hashCode(code)));
   return row;
 }
 

@@ -74,6 +74,5 @@ export function groupsService(ctx: ServiceContext): ServiceImpl<typeof GroupsSer
         return group;
       });
     },
-
   }));
 }

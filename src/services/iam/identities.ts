@@ -29,7 +29,11 @@ const t = schema.identities;
 
 function validateClaimMatch(c: ClaimMatch): void {
   // issuer and subject share one index entry: bytes, not characters, keep it under PostgreSQL's limit.
-  for (const [field, value] of [["issuer", c.issuer], ["subject", c.subject], ["audience", c.audience]] as const) {
+  for (const [field, value] of [
+    ["issuer", c.issuer],
+    ["subject", c.subject],
+    ["audience", c.audience],
+  ] as const) {
     checkLength(value, `claim_match.${field}`, MAX_CLAIM_LENGTH);
     checkByteLength(value, `claim_match.${field}`, MAX_CLAIM_LENGTH);
   }
@@ -100,7 +104,12 @@ export const identityResource = defineResource({
 /** claim_match.issuer / claim_match.subject: exact matches; the other claim fields cannot be filtered on. */
 function claimFilters(req: ListIdentitiesRequest): ExtraFilters {
   const c = req.claimMatch ?? create(ClaimMatchSchema);
-  for (const [field, value] of [["issuer_pattern", c.issuerPattern], ["subject_pattern", c.subjectPattern], ["audience", c.audience], ["audience_pattern", c.audiencePattern]]) {
+  for (const [field, value] of [
+    ["issuer_pattern", c.issuerPattern],
+    ["subject_pattern", c.subjectPattern],
+    ["audience", c.audience],
+    ["audience_pattern", c.audiencePattern],
+  ]) {
     if (value) throw invalidArgument(`claim_match.${field}`, "cannot be filtered on; use claim_match.issuer or claim_match.subject");
   }
   const where: SQL[] = [];
@@ -131,20 +140,28 @@ export function identitiesService(ctx: ServiceContext): ServiceImpl<typeof Ident
       const parent = requireField(req.parent, "parent");
       // Seen at the instant it was created: one clock reading for all three.
       const now = ctx.clock();
-      return store.create(req.identity ?? create(IdentitySchema), {
-        uid: newChildUid(parent),
-        parentUid: parent,
-        lastSeenTime: now,
-        createTime: now,
-        updateTime: now,
-      }, context);
+      return store.create(
+        req.identity ?? create(IdentitySchema),
+        {
+          uid: newChildUid(parent),
+          parentUid: parent,
+          lastSeenTime: now,
+          createTime: now,
+          updateTime: now,
+        },
+        context,
+      );
     },
 
     updateIdentity(req, context) {
       const grants = callerGrants(context);
       const uid = requireField(req.identity?.uid ?? "", "identity.uid");
       return store.update(uid, req.identity ?? create(IdentitySchema), req.updateMask, context, async (tx, next, current) => {
-        const unchanged = equals(ClaimMatchSchema, next.claimMatch ?? create(ClaimMatchSchema), current.claimMatch ?? create(ClaimMatchSchema));
+        const unchanged = equals(
+          ClaimMatchSchema,
+          next.claimMatch ?? create(ClaimMatchSchema),
+          current.claimMatch ?? create(ClaimMatchSchema),
+        );
         if (!unchanged) await assertMayRetarget(tx, grants, uid);
         return {};
       });

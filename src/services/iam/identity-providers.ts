@@ -54,7 +54,8 @@ function checkOidc(p: IdentityProvider): void {
     throw invalidArgument("oidc.additional_scopes", `must have at most ${MAX_SCOPES} entries`);
   }
   oidc.additionalScopes.forEach((scope, i) => {
-    if (!SCOPE_TOKEN.test(scope)) throw invalidArgument(`oidc.additional_scopes[${i}]`, "must be an OAuth scope: printable, no spaces, quotes or backslashes");
+    if (!SCOPE_TOKEN.test(scope))
+      throw invalidArgument(`oidc.additional_scopes[${i}]`, "must be an OAuth scope: printable, no spaces, quotes or backslashes");
   });
 }
 

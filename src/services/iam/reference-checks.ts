@@ -18,7 +18,11 @@ type GroupRow = typeof schema.groups.$inferSelect;
 type HeldTable = typeof schema.roles | typeof schema.identities;
 
 async function lockRow<T extends PgTable>(db: Executor, table: T, uid: PgColumn, value: string): Promise<T["$inferSelect"] | undefined> {
-  const [row] = await db.select().from(table as PgTable).where(eq(uid, value)).for("key share");
+  const [row] = await db
+    .select()
+    .from(table as PgTable)
+    .where(eq(uid, value))
+    .for("key share");
   return row as T["$inferSelect"] | undefined;
 }
 

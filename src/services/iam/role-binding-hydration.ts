@@ -28,7 +28,11 @@ export const storedBindingMapping = {
 };
 
 /** Joined rows as messages, in the order of `uids`; uids with no row are left out. */
-function inOrder<R extends { uid: string; createTime: Date }>(uids: readonly string[], rows: readonly R[], toMessage: (row: R, createTime: Timestamp) => RoleBinding): RoleBinding[] {
+function inOrder<R extends { uid: string; createTime: Date }>(
+  uids: readonly string[],
+  rows: readonly R[],
+  toMessage: (row: R, createTime: Timestamp) => RoleBinding,
+): RoleBinding[] {
   const byUid = new Map(rows.map((row) => [row.uid, row]));
   return uids.flatMap((uid) => {
     const row = byUid.get(uid);

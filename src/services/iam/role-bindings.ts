@@ -33,7 +33,11 @@ export const roleBindingResource = defineResource({
   ...storedBindingMapping,
   list: { sortable: { create_time: t.createTime } },
   listFilters: bindingFilters,
-  decorate: (db, page) => hydrateRoleBindings(db, page.map((b) => b.uid)),
+  decorate: (db, page) =>
+    hydrateRoleBindings(
+      db,
+      page.map((b) => b.uid),
+    ),
   duplicate: () => "the identity already has this role at this group",
   missingReference: "group",
 });
@@ -57,8 +61,10 @@ export function roleBindingsService(ctx: ServiceContext): ServiceImpl<typeof Rol
   return resourceService(RoleBindingsService, roleBindingResource, ctx, (store) => written(ctx, store));
 }
 
-function written(ctx: ServiceContext, store: ResourceStore<typeof t, typeof RoleBindingSchema>): Partial<ServiceImpl<typeof RoleBindingsService>> {
-
+function written(
+  ctx: ServiceContext,
+  store: ResourceStore<typeof t, typeof RoleBindingSchema>,
+): Partial<ServiceImpl<typeof RoleBindingsService>> {
   /**
    * Creates bindings at `parent`, all or none. The group, each identity and
    * each role are locked while checked, so none can be deleted before the
@@ -98,7 +104,8 @@ function written(ctx: ServiceContext, store: ResourceStore<typeof t, typeof Role
       if (req.requests.length === 0) throw invalidArgument("requests", "is required: give at least one binding");
       if (req.requests.length > MAX_BATCH) throw invalidArgument("requests", `at most ${MAX_BATCH} bindings per batch`);
       req.requests.forEach((r, n) => {
-        if (r.parent && r.parent !== parent) throw invalidArgument(`requests[${n}].parent`, `must be empty or equal the batch's parent ${parent}`);
+        if (r.parent && r.parent !== parent)
+          throw invalidArgument(`requests[${n}].parent`, `must be empty or equal the batch's parent ${parent}`);
       });
       const roleBindings = await createAll(callerGrants(context), context, parent, req.requests, (n, name) => `requests[${n}].${name}`);
       return create(BatchCreateRoleBindingsResponseSchema, { roleBindings });

@@ -2,10 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { eq, type SQL } from "drizzle-orm";
 import { RoleBindingSchema, type RoleBinding } from "../../../gen/platform/iam/v2beta1/role_bindings_pb.js";
-import {
-  RootRoleBindingsService,
-  type ListRootRoleBindingsRequest,
-} from "../../../gen/platform/iam/v2beta1/root_role_bindings_pb.js";
+import { RootRoleBindingsService, type ListRootRoleBindingsRequest } from "../../../gen/platform/iam/v2beta1/root_role_bindings_pb.js";
 import { newRootBindingUid, schema, type Executor } from "../../db/index.js";
 import { assertWithinCeiling, callerGrants } from "../../authz/index.js";
 import { notFound } from "../../errors/index.js";
@@ -35,7 +32,11 @@ const rootBindingResource = defineResource({
   ...storedBindingMapping,
   list: { sortable: { create_time: t.createTime } },
   listFilters: bindingFilters,
-  decorate: (db, page) => hydrateRootRoleBindings(db, page.map((b) => b.uid)),
+  decorate: (db, page) =>
+    hydrateRootRoleBindings(
+      db,
+      page.map((b) => b.uid),
+    ),
   duplicate: () => "the identity already has this role at the root",
 });
 

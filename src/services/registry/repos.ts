@@ -19,7 +19,15 @@ async function withActiveTags(db: Executor, page: Repo[]): Promise<Repo[]> {
   const rows = await db
     .select({ repo: tags.parentUid, name: tags.name })
     .from(tags)
-    .where(and(inArray(tags.parentUid, page.map((r) => r.uid)), eq(tags.deprecated, false)))
+    .where(
+      and(
+        inArray(
+          tags.parentUid,
+          page.map((r) => r.uid),
+        ),
+        eq(tags.deprecated, false),
+      ),
+    )
     .orderBy(asc(tags.parentUid), asc(tags.name));
   const byRepo = new Map<string, string[]>();
   for (const r of rows) {

@@ -36,7 +36,6 @@ export const tagResource = defineResource({
   missingReference: "repo",
 });
 
-
 /** The digest and updated_since filters. */
 function tagFilters(req: ListTagsRequest): ExtraFilters {
   const where: SQL[] = [];

@@ -1,4 +1,12 @@
-import { create, toJsonString, type DescMessage, type DescMethod, type DescService, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import {
+  create,
+  toJsonString,
+  type DescMessage,
+  type DescMethod,
+  type DescService,
+  type MessageInitShape,
+  type MessageShape,
+} from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { ServiceContext } from "../context.js";
 import { inProcess, type InProcess } from "./in-process.js";

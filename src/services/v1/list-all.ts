@@ -64,7 +64,9 @@ export async function listAll<Page extends V2Page, Item>(
   do {
     const page = await fetch({ uidp, pageSize: MAX_PAGE_SIZE, pageToken });
     if (page.totalCount > V1_LIST_LIMIT) {
-      throw outOfRange(`${page.totalCount} results match and v1 returns at most ${V1_LIST_LIMIT}; narrow the filter or use the paged v2 List`);
+      throw outOfRange(
+        `${page.totalCount} results match and v1 returns at most ${V1_LIST_LIMIT}; narrow the filter or use the paged v2 List`,
+      );
     }
     for (const item of items(page)) {
       bytes += size(item);

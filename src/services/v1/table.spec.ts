@@ -13,7 +13,6 @@ import { V1_TABLE } from "./table.js";
 // descriptors: a v1 service or method added to the protos without a row, or a
 // row naming a field the protos do not have, fails here rather than at a caller.
 
-
 /** Every service exported by a generated gen/platform/<package>/v1/*_pb.ts. */
 const v1ServicesInProtos = () => servicesInGen((f) => /(^|\/)v1\/[^/]+_pb\.ts$/.test(f));
 
@@ -88,11 +87,15 @@ describe("the v1 table", () => {
 
   it("refuses a v1 method that is not a List, Create, Update or Delete", () => {
     const row = { ...withStandIn(V1_TABLE.find((r) => r.v1 === GroupsService)!), v1: V2GroupsService };
-    expect(() => v1Impl(row, ctx)).toThrow("platform.iam.v2beta1.GroupsService.GetGroup: a v1 method must be a List, Create, Update or Delete");
+    expect(() => v1Impl(row, ctx)).toThrow(
+      "platform.iam.v2beta1.GroupsService.GetGroup: a v1 method must be a List, Create, Update or Delete",
+    );
   });
 
   it("refuses a v1 method whose v2 twin does not exist", () => {
     const row = { ...V1_TABLE.find((r) => r.v1 === GroupsService)!, v2: V2TagsService, v2Impl: () => ({}) };
-    expect(() => v1Impl(row, ctx)).toThrow("platform.iam.v1.GroupsService.ListGroups: platform.registry.v2beta1.TagsService has no ListGroups to call");
+    expect(() => v1Impl(row, ctx)).toThrow(
+      "platform.iam.v1.GroupsService.ListGroups: platform.registry.v2beta1.TagsService has no ListGroups to call",
+    );
   });
 });

@@ -11,7 +11,10 @@ import {
   type ClaimMatch as V2ClaimMatch,
   type Identity as V2Identity,
 } from "../../../gen/platform/iam/v2beta1/identities_pb.js";
-import { RoleBindingsService as V2RoleBindingsService, type RoleBinding as V2RoleBinding } from "../../../gen/platform/iam/v2beta1/role_bindings_pb.js";
+import {
+  RoleBindingsService as V2RoleBindingsService,
+  type RoleBinding as V2RoleBinding,
+} from "../../../gen/platform/iam/v2beta1/role_bindings_pb.js";
 import { RolesService as V2RolesService, type Role as V2Role } from "../../../gen/platform/iam/v2beta1/roles_pb.js";
 import { ReposService as V2ReposService, type Repo as V2Repo } from "../../../gen/platform/registry/v2beta1/repos_pb.js";
 import { TagsService as V2TagsService, type Tag as V2Tag } from "../../../gen/platform/registry/v2beta1/tags_pb.js";

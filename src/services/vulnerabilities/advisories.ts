@@ -119,7 +119,11 @@ export function advisoriesService(ctx: ServiceContext): ServiceImpl<typeof Advis
         // One event per advisory written; advisories are global, so only platform administrators see them.
         for (const result of results) {
           if (result.outcome !== Outcome.CREATED && result.outcome !== Outcome.UPDATED) continue;
-          const data = { advisoryId: result.advisoryId, outcome: result.outcome === Outcome.CREATED ? "created" : "updated", modified: writes.get(result.uid)!.modified };
+          const data = {
+            advisoryId: result.advisoryId,
+            outcome: result.outcome === Outcome.CREATED ? "created" : "updated",
+            modified: writes.get(result.uid)!.modified,
+          };
           await ctx.events.call(tx, context, { subject: result.uid, group: null, data });
         }
         return create(ImportAdvisoriesResponseSchema, { results });

@@ -15,7 +15,13 @@ describe("advisoryUid", () => {
 
 describe("canonicalTime", () => {
   it("is fixed-width UTC with nanoseconds, so text order is time order", () => {
-    const times = ["0001-01-01T00:00:00Z", "1969-12-31T23:59:59.999999999Z", "2024-01-01T01:00:00+02:00", "2024-01-01T00:00:00.5Z", "9999-12-31T23:59:59Z"];
+    const times = [
+      "0001-01-01T00:00:00Z",
+      "1969-12-31T23:59:59.999999999Z",
+      "2024-01-01T01:00:00+02:00",
+      "2024-01-01T00:00:00.5Z",
+      "9999-12-31T23:59:59Z",
+    ];
     const canonical = times.map((t) => canonicalTime(parseTime(t)));
     expect(canonical).toEqual([
       "0001-01-01T00:00:00.000000000Z",

@@ -163,7 +163,12 @@ function readArtifact(r: DocumentReader, doc: JsonObject): { name: string; type:
 
 /** detection at `published`, fixed at `modified`, withdrawn at `withdrawn`; oldest first. */
 function importEvents(published: string | null, modified: string, withdrawn: string | null, fixed: string[]): AdvisoryEventColumn[] {
-  const event = (type: string, createTime: string, fixedVersion = ""): AdvisoryEventColumn => ({ type, createTime, author: IMPORT_AUTHOR, fixedVersion });
+  const event = (type: string, createTime: string, fixedVersion = ""): AdvisoryEventColumn => ({
+    type,
+    createTime,
+    author: IMPORT_AUTHOR,
+    fixedVersion,
+  });
   const events = [
     ...(published ? [event("detection", published)] : []),
     ...fixed.map((v) => event("fixed", modified, v)),
