@@ -472,6 +472,24 @@ describe("registry token endpoint: scopes granted", () => {
     ]);
   });
 
+  it("grants nothing below a uid that is not a group: a deleted group, a repo's, an identity's, one never made", async () => {
+    const org = await newOrg();
+    const owner = await member(org, "owner");
+    const repo = await newRepo(org, "app");
+    const gone = await newGroup(org);
+    await ok("DELETE", `/iam/v2beta1/groups/${gone}`);
+    const paths = [gone, repo, owner.uid, `${org}/0123456789abcdef`].map((uid) => registryPathOf(uid, "stash"));
+    const asked = paths.map((p) => `repository:${p}:pull,push,delete`);
+    expect(await accessOf(await getToken(basic("u", owner.token), ...asked), owner.uid)).toEqual(
+      paths.map((name) => ({ type: "repository", name, actions: [] })),
+    );
+    // The organization itself, where the repo does not exist yet: push creates it.
+    const fresh = registryPathOf(org, "stash");
+    expect(await accessOf(await getToken(basic("u", owner.token), `repository:${fresh}:push`), owner.uid)).toEqual([
+      { type: "repository", name: fresh, actions: ["push"] },
+    ]);
+  });
+
   it("gives an identity of another organization nothing", async () => {
     const org = await newOrg();
     const stranger = await member(await newOrg(), "owner");

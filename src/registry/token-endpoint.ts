@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { JsonValue } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { and, eq, or } from "drizzle-orm";
+import { and, eq, inArray, or } from "drizzle-orm";
 import { SignJWT } from "jose";
 import { exchangeIdentity, type TokenExchangeDeps, type TokenService } from "../auth/index.js";
 import { takeForAddress, type PerMinuteLimit } from "../auth/exchange-limits.js";
@@ -264,6 +264,14 @@ async function grantedAccess(db: Database, grants: Grants, asked: AskedScope[]):
         .where(or(...[...paths.values()].map((p) => and(eq(repos.parentUid, p.groupUid), eq(repos.name, p.repoName)))))
     : [];
   const uidOf = new Map(rows.map((r) => [`${r.parentUid}\n${r.name}`, r.uid]));
+  // A path whose repo does not exist grants only where its group does: a uid of no group (a
+  // deleted one, a repo's, an identity's) would let a push land where the catalog cannot follow.
+  const missing = [...new Set([...paths.values()].filter((p) => !uidOf.has(`${p.groupUid}\n${p.repoName}`)).map((p) => p.groupUid))];
+  const groups = missing.length
+    ? new Set(
+        (await db.select({ uid: schema.groups.uid }).from(schema.groups).where(inArray(schema.groups.uid, missing))).map((g) => g.uid),
+      )
+    : new Set<string>();
   return asked.map((scope) => {
     const entry = (actions: string[]): RegistryAccess => ({
       type: scope.type,
@@ -278,6 +286,7 @@ async function grantedAccess(db: Database, grants: Grants, asked: AskedScope[]):
     }
     const { groupUid, repoName } = paths.get(scope.name)!;
     const repoUid = uidOf.get(`${groupUid}\n${repoName}`);
+    if (repoUid === undefined && !groups.has(groupUid)) return entry([]);
     const at = repoUid ?? groupUid;
     const holds: Record<RepoAction, boolean> = {
       pull: grants.holdsAt("repo.blobs.get", at),
