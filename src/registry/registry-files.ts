@@ -4,8 +4,8 @@ import { loadSealedSetting, type Database } from "../db/index.js";
 import { writeRegistryConfig, type RegistryConfigFiles, type RegistryConfigInput } from "./registry-config.js";
 import type { RegistryKeys } from "./registry-keys.js";
 
-/** How often a running server looks for a rotation of the registry's keys, to rewrite the bundle. */
-const BUNDLE_CHECK_MS = 60 * 60 * 1000;
+/** How often a running server looks for a rotation of the registry's keys (by any replica), to rewrite the bundle: within a minute. */
+const BUNDLE_CHECK_MS = 60 * 1000;
 
 export interface RegistryFilesOptions {
   db: Database;

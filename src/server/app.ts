@@ -170,7 +170,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
         { ...files, ...rotation },
         "registry configuration written: run docker-registry serve with it, and restart the registry before the rotation",
       ),
-    onError: (e) => log.error({ err: e }, "rewriting the registry's certificate bundle failed; retrying in an hour"),
+    onError: (e) => log.error({ err: e }, "rewriting the registry's certificate bundle failed; retrying in a minute"),
   });
   // A read-only file system (PostgreSQL and PLATFORM_MASTER_KEY need no data directory) serves on
   // without the files: the token endpoint does not need them, only the registry's operator does.
