@@ -1,18 +1,10 @@
 import { brotliCompressSync, gzipSync } from "node:zlib";
 import type { DescMethod, DescMethodUnary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextValues } from "@connectrpc/connect";
-import { compressionNegotiate, readAllBytes } from "@connectrpc/connect/protocol";
+import { type Compression, compressionNegotiate, readAllBytes } from "@connectrpc/connect/protocol";
 import { codeToHttpStatus, errorToJsonBytes, parseTimeout } from "@connectrpc/connect/protocol-connect";
 import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
-import {
-  BodyReadError,
-  CallHeader,
-  ClientGone,
-  type InvokeUnary,
-  type NodeRequest as Req,
-  type NodeResponse as Res,
-  readBody,
-} from "../../http/index.js";
+import { CallHeader, ClientGone, type InvokeUnary, type NodeRequest as Req, type NodeResponse as Res, readBody } from "../../http/index.js";
 import { headerValue, type RpcPaths, webHeaders } from "./common.js";
 
 // The one path of Connect JSON unary calls to the API's methods (docs/architecture.md, "One path
@@ -41,13 +33,34 @@ export async function serveConnectJson(req: Req, res: Res, method: DescMethodUna
   let status = 200;
   let body: Uint8Array;
   try {
-    // In connect-es's order: the request's compression, then its deadline, before any body byte is read.
-    const compression = compressionNegotiate(ACCEPT_COMPRESSION, headerValue(h["content-encoding"]), null, "Accept-Encoding");
-    if (compression.error) throw compression.error;
-    const timeout = parseTimeout(headerValue(h["connect-timeout-ms"]), paths.maxTimeoutMs);
-    if (timeout.error) throw timeout.error;
-    const bytes = await readRequest(req, compression.request, paths.readMaxBytes);
-    if (bytes === undefined) return; // the client went away mid-body
+    // In connect-es's order: the request's compression, then its deadline, before any body byte
+    // is read. Most calls have neither header, and skip both parsers.
+    const encoding = h["content-encoding"];
+    let compression: Compression | null = null;
+    if (encoding !== undefined && encoding !== "identity") {
+      const negotiated = compressionNegotiate(ACCEPT_COMPRESSION, headerValue(encoding), null, "Accept-Encoding");
+      if (negotiated.error) throw negotiated.error;
+      compression = negotiated.request;
+    }
+    let timeoutMs: number | undefined;
+    if (h["connect-timeout-ms"] !== undefined) {
+      const timeout = parseTimeout(headerValue(h["connect-timeout-ms"]), paths.maxTimeoutMs);
+      if (timeout.error) throw timeout.error;
+      timeoutMs = timeout.timeoutMs;
+    }
+    let bytes: Uint8Array;
+    const length = h["content-length"];
+    if (!compression && length !== undefined && /^\d+$/.test(length) && Number(length) <= paths.readMaxBytes) {
+      // A declared length within the limit (almost every call): read with Node's events.
+      try {
+        bytes = await readBody(req, Number(length));
+      } catch {
+        return; // the client went away mid-body
+      }
+    } else {
+      bytes = await readAllBytes(req as AsyncIterable<Uint8Array>, paths.readMaxBytes, headerValue(length));
+      if (compression) bytes = await compression.decompress(bytes, paths.readMaxBytes);
+    }
     // Decoded before the pipeline, as connect-es does: an undecodable request is refused as it is.
     const input = paths.serializations.get(method)!.getI(false).parse(bytes);
     const output = await invoke({
@@ -59,7 +72,7 @@ export async function serveConnectJson(req: Req, res: Res, method: DescMethodUna
       clientGone,
       values: paths.contextValues?.(req) ?? createContextValues(),
       protocolName: "connect",
-      timeoutMs: timeout.timeoutMs,
+      timeoutMs,
     });
     body = Buffer.from(paths.renderJson!(method.output, output));
   } catch (e) {
@@ -79,30 +92,6 @@ export async function serveConnectJson(req: Req, res: Res, method: DescMethodUna
   header["content-length"] = String(body.byteLength);
   res.writeHead(status, header);
   res.end(body);
-}
-
-/**
- * The request's message bytes, at most readMaxBytes of them, decompressed; undefined when the
- * client went away. An uncompressed body of a declared length within the limit (almost every
- * call) is read with Node's events, without an async iterator; anything else with connect-es's
- * readAllBytes and decompression, which own those limits and their errors.
- */
-async function readRequest(
-  req: Req,
-  compression: { decompress(bytes: Uint8Array, readMaxBytes: number): Promise<Uint8Array> } | null,
-  readMaxBytes: number,
-): Promise<Uint8Array | undefined> {
-  const length = req.headers["content-length"];
-  if (!compression && length !== undefined && /^\d+$/.test(length) && Number(length) <= readMaxBytes) {
-    try {
-      return await readBody(req, Number(length));
-    } catch (e) {
-      if (e instanceof BodyReadError) return undefined;
-      throw e;
-    }
-  }
-  const bytes = await readAllBytes(req as AsyncIterable<Uint8Array>, readMaxBytes, headerValue(length));
-  return compression ? compression.decompress(bytes, readMaxBytes) : bytes;
 }
 
 /** The compression a Connect unary answer may use, in the router's order (gzip, then br), from Accept-Encoding. */
