@@ -12,7 +12,7 @@ import { Grants } from "../authz/index.js";
 import { SecretBox } from "../crypto/index.js";
 import { EventRecorder } from "../events/index.js";
 import { newChildUid, newRootUid, schema, settingContext, type DatabaseHandle } from "../db/index.js";
-import { sendError } from "../rest/response.js";
+import { sendError } from "../http/response.js";
 import { ResourceStore } from "../services/resource-store.js";
 import { tagResource } from "../services/registry/tags.js";
 import {

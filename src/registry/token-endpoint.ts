@@ -7,10 +7,9 @@ import { exchangeIdentity, type TokenExchangeDeps, type TokenService } from "../
 import { takeForAddress, type PerMinuteLimit } from "../auth/exchange-limits.js";
 import type { Grants } from "../authz/index.js";
 import { schema, UID_SHAPES, type Database } from "../db/index.js";
-import { BodyReadError, BodyTooLargeError, readBody } from "../rest/body.js";
-import { sendJson } from "../rest/response.js";
-import type { NodeRequest as Req, NodeResponse as Res } from "../server/http-types.js";
-import type { Route } from "../server/plain-routes.js";
+import { BodyReadError, BodyTooLargeError, readBody } from "../http/body.js";
+import { sendJson } from "../http/response.js";
+import type { NodeRequest as Req, NodeResponse as Res, Route } from "../http/types.js";
 import { parseRegistryPath } from "./paths.js";
 import type { RegistrySigner } from "./registry-keys.js";
 

@@ -1,12 +1,9 @@
 // The REST/JSON transcoder (docs/design.md, "Protocols and the one port", "Writes"): the only public surface of src/rest.
 export {
-  CallHeader,
-  ClientGone,
   createJsonRenderer,
   createRestHandler,
   type RestHandler,
   type RestHandlerOptions,
-  type RestInvoke,
   type RestResponse,
 } from "./rest-handler.js";
 export type { JsonRenderer } from "./json-render.js";

@@ -35,7 +35,7 @@ const EMPTY = "google.protobuf.Empty";
  */
 type Side = "response" | "request";
 
-/** Error responses every operation may give; all are google.rpc.Status bodies (src/rest/response.ts). */
+/** Error responses every operation may give; all are google.rpc.Status bodies (src/http/response.ts). */
 const ERROR_RESPONSES: readonly (readonly [status: string, name: string, description: string, writesOnly: boolean])[] = [
   ["400", "BadRequest", "INVALID_ARGUMENT, FAILED_PRECONDITION or OUT_OF_RANGE: the request cannot be served as it is.", false],
   ["401", "Unauthenticated", "UNAUTHENTICATED: no bearer token, or one that is not valid.", false],

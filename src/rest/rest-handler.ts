@@ -1,16 +1,26 @@
 import type * as http from "node:http";
 import type { IncomingHttpHeaders } from "node:http";
 import type * as http2 from "node:http2";
-import { createRegistry, type DescFile, type DescMethodUnary, type DescService, type Message, type Registry } from "@bufbuild/protobuf";
+import { createRegistry, type DescFile, type DescMethodUnary, type DescService, type Registry } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ContextValues } from "@connectrpc/connect";
 import { invalidArgument, unimplemented } from "../errors/index.js";
-import { BodyReadError, BodyTooLargeError, DEFAULT_MAX_BODY_BYTES, readBody } from "./body.js";
 import { FieldLookup } from "./field-lookup.js";
 import { JsonRenderer } from "./json-render.js";
 import { RequestBinder } from "./request-binding.js";
-import { sendError, sendJson, type ResponseSink } from "./response.js";
 import { RouteTable } from "./route-table.js";
-import type { NodeRequest } from "../server/http-types.js";
+import {
+  BodyReadError,
+  BodyTooLargeError,
+  CallHeader,
+  ClientGone,
+  DEFAULT_MAX_BODY_BYTES,
+  type InvokeUnary,
+  type NodeRequest,
+  readBody,
+  type ResponseSink,
+  sendError,
+  sendJson,
+} from "../http/index.js";
 
 export interface RestHandlerOptions {
   /** Every service whose methods may carry google.api.http rules. */
@@ -20,7 +30,7 @@ export interface RestHandlerOptions {
    * authentication, checks, authorization and error shaping as every other
    * protocol (src/server/call-pipeline.ts), then the implementation itself.
    */
-  invoke: RestInvoke;
+  invoke: InvokeUnary;
   /** REST-level errors get ErrorInfo domain `<area>.<serviceDomain>`, area being the first path segment. */
   serviceDomain: string;
   /** Default 1 MiB. */
@@ -42,103 +52,6 @@ export interface RestHandlerOptions {
  * the transcoder only ever calls `end`.
  */
 export type RestResponse = Omit<http.ServerResponse, "write"> | Omit<http2.Http2ServerResponse, "write">;
-
-export type RestInvoke = (
-  method: DescMethodUnary,
-  message: Message,
-  header: CallHeader,
-  requestMethod: string,
-  url: string,
-  clientGone: ClientGone,
-  values: ContextValues | undefined,
-  /** The context's protocolName: "rest", or "connect" for Connect unary calls served directly. */
-  protocolName?: string,
-) => Promise<Message>;
-
-/**
- * Whether the HTTP client went away before its response. The AbortSignal is
- * made only when an implementation asks for it: a call that nobody aborts
- * (almost every one) costs no AbortController.
- */
-export class ClientGone {
-  private controller: AbortController | undefined;
-  private fired = false;
-
-  get signal(): AbortSignal {
-    if (!this.controller) {
-      this.controller = new AbortController();
-      if (this.fired) this.controller.abort();
-    }
-    return this.controller.signal;
-  }
-
-  get gone(): boolean {
-    return this.fired;
-  }
-
-  fire(): void {
-    this.fired = true;
-    this.controller?.abort();
-  }
-
-  /**
-   * Fires when `res` closes before its answer ended; `release()` stops
-   * watching once the answer is decided.
-   */
-  static watch(res: WatchedResponse): ClientGone & { release(): void } {
-    return new WatchedClientGone(res);
-  }
-}
-
-type WatchedResponse = { writableEnded: boolean; on(event: "close", f: () => void): unknown; off(event: "close", f: () => void): unknown };
-
-// `on` rather than `once`: release() always removes the listener, and `once` wraps it in two more objects per call.
-class WatchedClientGone extends ClientGone {
-  private readonly onClose = (): void => {
-    if (!this.res.writableEnded) this.fire();
-  };
-
-  constructor(private readonly res: WatchedResponse) {
-    super();
-    res.on("close", this.onClose);
-  }
-
-  release(): void {
-    this.res.off("close", this.onClose);
-  }
-}
-
-// A header value that fetch Headers keep as it is: no surrounding whitespace
-// to strip, nothing they refuse (NUL, CR, LF, beyond latin-1).
-const PLAIN_HEADER_VALUE = /^[\x21-\x7e\x80-\xff](?:[\t\x20-\x7e\x80-\xff]*[\x21-\x7e\x80-\xff])?$/;
-
-/**
- * A call's request headers. `authorization` is what
- * `Headers.get("authorization")` gives; the fetch Headers themselves are made
- * only when something reads `headers` (context.requestHeader): no
- * implementation on the hot path does, and building them costs microseconds
- * per call.
- */
-export class CallHeader {
-  readonly authorization: string | null;
-  private made: Headers | undefined;
-
-  constructor(
-    private readonly node: IncomingHttpHeaders,
-    /** Node's headers as the Headers the implementation sees (all of them, or the forwarded few). */
-    private readonly convert: (node: IncomingHttpHeaders) => Headers,
-  ) {
-    const value = node.authorization;
-    if (value === undefined) this.authorization = null;
-    else if (typeof value === "string" && PLAIN_HEADER_VALUE.test(value)) this.authorization = value;
-    // Anything Headers would normalise or refuse: ask them.
-    else this.authorization = this.headers.get("authorization");
-  }
-
-  get headers(): Headers {
-    return (this.made ??= this.convert(this.node));
-  }
-}
 
 export type RestHandler = (req: NodeRequest, res: RestResponse) => Promise<void>;
 
@@ -196,15 +109,15 @@ export function createRestHandler(opts: RestHandlerOptions): RestHandler {
         if (body === undefined) return; // client gone mid-body
       }
       const input = binder.bind({ route, captures: match.captures, query, body });
-      const output = await opts.invoke(
-        route.method,
-        input,
-        new CallHeader(req.headers, forwardedHeaders),
-        httpMethod,
+      const output = await opts.invoke({
+        method: route.method,
+        message: input,
+        header: new CallHeader(req.headers, forwardedHeaders),
+        requestMethod: httpMethod,
         url,
         clientGone,
-        opts.contextValues?.(req),
-      );
+        values: opts.contextValues?.(req),
+      });
       if (clientGone.gone) return; // nobody is listening any more
       sendJson(sink, 200, renderer.render(route.method.output, output, route.responseBody));
     } catch (e) {
@@ -244,7 +157,7 @@ function forwardedHeaders(headers: IncomingHttpHeaders): Headers {
 /**
  * The REST rendering of answers (every field, `null` for unset messages,
  * milliseconds), for other JSON protocols that must show the same shape
- * (Connect JSON, src/server/rpc-handler.ts).
+ * (Connect JSON, src/server/rpc/connect-json.ts).
  */
 export function createJsonRenderer(services: readonly DescService[]): JsonRenderer {
   return new JsonRenderer(registryFor(services));

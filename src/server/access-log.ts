@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createContextKey, createContextValues, type ContextValues } from "@connectrpc/connect";
 import type { Logger } from "pino";
-import type { NodeRequest as Req, NodeResponse as Res } from "./http-types.js";
+import type { NodeRequest as Req, NodeResponse as Res } from "../http/types.js";
 
 /** What the call pipeline adds to a request's access-log line. */
 export interface AccessRecord {

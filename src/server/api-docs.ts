@@ -6,8 +6,7 @@ import { gzipSync } from "node:zlib";
 import type { DescService } from "@bufbuild/protobuf";
 import { buildOpenApiDocument } from "../rest/index.js";
 import { buildInfo } from "./build-info.js";
-import type { Route } from "./plain-routes.js";
-import type { NodeRequest as Req, NodeResponse as Res } from "./http-types.js";
+import type { NodeRequest as Req, NodeResponse as Res, Route } from "../http/types.js";
 
 // `GET /openapi.json` and the Swagger UI page at `/docs` (README, "OpenAPI
 // and docs"). The document is built at the first start in a process; Swagger UI's files

@@ -41,7 +41,7 @@ import { AccessLog } from "./access-log.js";
 import { ANONYMOUS_BODY_BYTES, CallPipeline } from "./call-pipeline.js";
 import { Metrics } from "./metrics.js";
 import { bind, type RequestHandler } from "./listener.js";
-import { rpcHandler } from "./rpc-handler.js";
+import { rpcHandler } from "./rpc/index.js";
 import { plainRoutes } from "./plain-routes.js";
 import { apiDocRoutes } from "./api-docs.js";
 import { corsHandler } from "./cors.js";

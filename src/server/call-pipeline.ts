@@ -1,15 +1,15 @@
 import { create, isMessage, type DescMethod, type DescService, type Message } from "@bufbuild/protobuf";
-import { createContextKey, createContextValues, type ContextValues, type HandlerContext, type Interceptor } from "@connectrpc/connect";
+import { createContextValues, type ContextValues, type HandlerContext, type Interceptor } from "@connectrpc/connect";
+import { createDeadlineSignal } from "@connectrpc/connect/protocol";
 import { authenticate, isPublicService, type TokenService } from "../auth/index.js";
 import type { Authorizer } from "../authz/index.js";
 import { declaredEventType } from "../events/index.js";
 import { errorDomainForService, toConnectError, withErrorInfo } from "../errors/index.js";
 import { withoutInputOnly } from "../services/input-only.js";
 import { checkRequest } from "../services/request-check.js";
-import type { CallHeader, ClientGone, RestInvoke } from "../rest/index.js";
+import type { InvokeUnary, NodeRequest, UnaryCall } from "../http/index.js";
 import type { BoundService } from "../services/index.js";
 import { accessRecordKey } from "./access-log.js";
-import type { NodeRequest } from "./http-types.js";
 
 /**
  * The most of a request body the public services (health, reflection), which anyone may call,
@@ -41,21 +41,10 @@ export interface CallPipelineOptions {
   afterWrite: () => void;
 }
 
-/**
- * Where the pipeline leaves a unary call's answer message when the entry
- * point asks for it: Connect JSON renders it as REST does (rpc-handler.ts),
- * and connect-es then serialises an empty message in its place. An entry
- * point that sets a slot must write what it finds there.
- */
-export interface AnswerSlot {
-  message: Message | undefined;
-}
-export const answerKey = createContextKey<AnswerSlot | undefined>(undefined, { description: "answer message" });
-
 type UnaryFn = (request: Message, context: HandlerContext) => unknown;
 
 /**
- * The context of a call made directly (REST, plain Connect and gRPC unary
+ * The context of a call made directly (REST, Connect JSON and plain gRPC unary
  * calls). What hardly any implementation reads is made on first use only:
  * the request's fetch Headers (see CallHeader), the response's (never sent by
  * these entry points) and the AbortSignal (see ClientGone).
@@ -63,24 +52,43 @@ type UnaryFn = (request: Message, context: HandlerContext) => unknown;
 class DirectContext implements HandlerContext {
   private responseHeaders: Headers | undefined;
   private responseTrailers: Headers | undefined;
+  /** When the caller's deadline passes (Date.now() clock), if it gave one. */
+  private readonly deadline: number | undefined;
+  private deadlineSignal: { signal: AbortSignal; cleanup: () => void } | undefined;
+  readonly service: DescService;
+  readonly values: ContextValues;
 
   constructor(
-    readonly method: DescMethod,
-    readonly service: DescService,
-    readonly requestMethod: string,
-    readonly url: string,
+    private readonly call: UnaryCall,
     readonly protocolName: string,
-    readonly values: ContextValues,
-    private readonly header: CallHeader,
-    private readonly clientGone: ClientGone,
-  ) {}
+    values: ContextValues,
+  ) {
+    this.service = call.method.parent;
+    this.values = values;
+    if (call.timeoutMs !== undefined) this.deadline = Date.now() + call.timeoutMs;
+  }
 
+  get method(): DescMethod {
+    return this.call.method;
+  }
+
+  get requestMethod(): string {
+    return this.call.requestMethod;
+  }
+
+  get url(): string {
+    return this.call.url;
+  }
+
+  /** Aborted when the client goes away, or (as connect-es's) when the caller's deadline passes. */
   get signal(): AbortSignal {
-    return this.clientGone.signal;
+    if (this.deadline === undefined) return this.call.clientGone.signal;
+    this.deadlineSignal ??= createDeadlineSignal(this.deadline - Date.now());
+    return AbortSignal.any([this.call.clientGone.signal, this.deadlineSignal.signal]);
   }
 
   get requestHeader(): Headers {
-    return this.header.headers;
+    return this.call.header.headers;
   }
 
   get responseHeader(): Headers {
@@ -92,7 +100,12 @@ class DirectContext implements HandlerContext {
   }
 
   timeoutMs(): number | undefined {
-    return undefined;
+    return this.deadline === undefined ? undefined : this.deadline - Date.now();
+  }
+
+  /** The call is over: its deadline's timer, if any, stops. */
+  done(): void {
+    this.deadlineSignal?.cleanup();
   }
 }
 
@@ -195,13 +208,6 @@ export class CallPipeline {
       if (!res.stream) {
         // INPUT_ONLY fields (secrets, ttls) never leave, whatever the implementation returned.
         withoutInputOnly(req.method.output, res.message);
-        const slot = req.contextValues.get(answerKey);
-        if (slot) {
-          // The entry point renders this message itself (Connect JSON, as REST does): connect-es
-          // is handed an empty one, so that it does not also render the real one for nothing.
-          slot.message = res.message;
-          return { ...res, message: create(req.method.output) };
-        }
       }
       return res;
     };
@@ -209,24 +215,23 @@ export class CallPipeline {
 
   /**
    * Calls a unary method's implementation directly with a message already
-   * bound (REST, and Connect JSON unary calls): no second router, no
-   * serialisation round trip.
+   * decoded (REST, and the direct Connect JSON and gRPC paths): no second
+   * router, no serialisation round trip.
    */
-  readonly call: RestInvoke = async (
-    method,
-    message,
-    header,
-    requestMethod,
-    url,
-    clientGone,
-    values = createContextValues(),
-    protocolName = "rest",
-  ) => {
+  readonly call: InvokeUnary = async (call) => {
+    const { method, message } = call;
     const fn = this.unary.get(method);
     const service = method.parent;
-    const result = await this.run({ service, method, message, authorization: header.authorization, values }, async () => {
+    const values = call.values ?? createContextValues();
+    const result = await this.run({ service, method, message, authorization: call.header.authorization, values }, async () => {
       if (!fn) throw new Error(`${service.typeName}/${method.name} has no implementation`);
-      return fn(message, new DirectContext(method, service, requestMethod, url, protocolName, values, header, clientGone));
+      const context = new DirectContext(call, call.protocolName ?? "rest", values);
+      if (call.timeoutMs === undefined) return fn(message, context);
+      try {
+        return await fn(message, context);
+      } finally {
+        context.done();
+      }
     });
     return withoutInputOnly(method.output, isMessage(result, method.output) ? result : create(method.output, result as never));
   };

@@ -1,7 +1,7 @@
 import { getOption, hasOption, type DescService } from "@bufbuild/protobuf";
 import { cors as connectCors } from "@connectrpc/connect";
 import { http as httpRule } from "../../gen/google/api/annotations_pb.js";
-import type { NodeRequest as Req, NodeResponse as Res } from "./http-types.js";
+import type { NodeRequest as Req, NodeResponse as Res } from "../http/types.js";
 
 // Browser origins (docs/security.md, "Browser origins (CORS)"). The lists are
 // Connect's own (so every Connect and gRPC-Web client works) plus what the

@@ -2,7 +2,7 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import type { Duplex } from "node:stream";
-import type { NodeRequest, NodeResponse } from "./http-types.js";
+import type { NodeRequest, NodeResponse } from "../http/types.js";
 
 export type RequestHandler = (req: NodeRequest, res: NodeResponse) => void;
 

@@ -1,10 +1,10 @@
 import { bearerToken, exchangeToken, jwks, openidConfiguration, type SigningKeys, type TokenExchangeDeps } from "../auth/index.js";
 import type { JsonValue } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { sendError, sendJson as restSendJson } from "../rest/response.js";
+import { sendError, sendJson as writeJson } from "../http/response.js";
 import { buildInfo } from "./build-info.js";
 import type { Metrics } from "./metrics.js";
-import type { NodeRequest as Req, NodeResponse as Res } from "./http-types.js";
+import type { NodeRequest as Req, NodeResponse as Res, Route } from "../http/types.js";
 
 export interface PlainRouteDeps {
   keys: SigningKeys;
@@ -23,14 +23,9 @@ export interface PlainRouteDeps {
   docRoutes?: ReadonlyMap<string, Route>;
 }
 
-/** JSON through the REST layer's one writer, with how long it may be cached. */
+/** JSON through the one writer (src/http/response.ts), with how long it may be cached. */
 const sendJson = (res: Res, status: number, body: object, cache = "no-store"): void =>
-  restSendJson(res, status, body as JsonValue, { "cache-control": cache });
-
-export interface Route {
-  methods: string[];
-  serve(req: Req, res: Res, url: URL): Promise<void>;
-}
+  writeJson(res, status, body as JsonValue, { "cache-control": cache });
 
 /**
  * The ops and auth routes that are plain HTTP rather than RPCs. Auth routes

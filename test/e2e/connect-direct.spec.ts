@@ -6,11 +6,10 @@ import { createGroup, uidOf } from "../support/rest-iam.js";
 import type { TestServer } from "../support/server.js";
 import { sharedServer } from "../support/shared-server.js";
 
-// Plain Connect JSON unary calls are served by the direct path
-// (src/server/rpc-handler.ts, serveConnectJson); calls with a deadline, a
-// compressed body or no declared length take connect-es's handler. Whichever
-// path a call takes, the caller must not be able to tell: the same request
-// gets the same status, headers that matter, and body.
+// Connect JSON unary calls are served by one path (src/server/rpc/connect-json.ts),
+// whether they carry a deadline, a compressed body or no declared length: the
+// caller must not be able to tell how the request was framed. That the path
+// answers as connect-es's own handler would is src/server/rpc/connect-json.spec.ts.
 
 let server: TestServer;
 let org: string;
@@ -51,7 +50,7 @@ function post(path: string, body: Buffer, headers: Record<string, string>, chunk
   });
 }
 
-/** The same JSON request by each way in: direct, and the three that take connect-es's handler. */
+/** The same JSON request framed each way: plain, with a deadline, gzipped, chunked. */
 async function everyWay(path: string, json: string): Promise<Record<string, Raw>> {
   const body = Buffer.from(json);
   const ct = { "content-type": "application/json" };
@@ -75,7 +74,7 @@ beforeAll(async () => {
   org = uidOf(await createGroup(call, "connect direct"));
 });
 
-describe("Connect JSON unary calls, direct or through connect-es's handler", () => {
+describe("Connect JSON unary calls, however framed", () => {
   it("answer a Get the same way", async () => {
     const raw = expectSame(await everyWay(GET_GROUP, JSON.stringify({ uid: org })));
     expect(raw.status).toBe(200);

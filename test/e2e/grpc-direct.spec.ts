@@ -9,7 +9,7 @@ import { createGroup, uidOf } from "../support/rest-iam.js";
 import type { TestServer } from "../support/server.js";
 import { sharedServer } from "../support/shared-server.js";
 
-// Plain gRPC unary calls are served by the direct path (src/server/rpc-handler.ts,
+// Plain gRPC unary calls are served by the direct path (src/server/rpc/grpc-unary.ts,
 // serveGrpcUnary); a call with a deadline (grpc-timeout) takes connect-es's
 // handler. The caller must not be able to tell them apart: the same request
 // gets the same headers, body bytes and trailers either way.

@@ -19,7 +19,7 @@ import type { PlatformAdmins } from "./platform-admins.js";
 import { viaProvider, type SignInVia } from "./sign-in-via.js";
 import { signIn, type SignInDeps } from "./sign-in.js";
 import { Upstreams, type SignedInPerson } from "./upstream.js";
-import type { NodeRequest as Req, NodeResponse as Res } from "../../server/http-types.js";
+import type { NodeRequest as Req, NodeResponse as Res } from "../../http/types.js";
 
 export interface LoginRoute {
   methods: string[];

@@ -2,9 +2,9 @@ import { EventEmitter } from "node:events";
 import { PassThrough } from "node:stream";
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { GroupSchema, GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
-import type { NodeRequest, NodeResponse } from "./http-types.js";
-import { rpcHandler } from "./rpc-handler.js";
+import { GroupSchema, GroupsService } from "../../../gen/platform/iam/v2beta1/groups_pb.js";
+import type { NodeRequest, NodeResponse } from "../../http/index.js";
+import { rpcHandler } from "./dispatch.js";
 
 /** A response whose writeHead throws (as Node does for a header value it refuses). */
 function brokenResponse() {

@@ -1,8 +1,8 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import { httpStatusFromCode, toConnectError, toStatusJson, withErrorInfo } from "../errors/index.js";
 
-// Writing REST responses: success JSON and google.rpc.Status errors, for
-// HTTP/1.1 and HTTP/2 (compat API) alike.
+// Writing JSON answers: success JSON and google.rpc.Status errors, for HTTP/1.1 and HTTP/2
+// (compat API) alike, by REST and every plain route.
 
 /** What both response kinds offer that the transcoder uses. */
 export interface ResponseSink {
