@@ -2,10 +2,8 @@ import { create, isMessage, type DescMethod, type DescService, type Message } fr
 import { createContextKey, createContextValues, type ContextValues, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import { authenticate, isPublicService, type TokenService } from "../auth/index.js";
 import type { Authorizer } from "../authz/index.js";
-import { declaredEventType } from "../events/index.js";
+import { checkRequest, declaredEventType, withoutInputOnly } from "../descriptors/index.js";
 import { errorDomainForService, toConnectError, withErrorInfo } from "../errors/index.js";
-import { withoutInputOnly } from "../services/input-only.js";
-import { checkRequest } from "../services/request-check.js";
 import type { CallHeader, ClientGone, RestInvoke } from "../rest/index.js";
 import type { BoundService } from "../services/index.js";
 import { accessRecordKey } from "./access-log.js";
