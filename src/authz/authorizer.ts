@@ -1,13 +1,9 @@
-import { getOption, type DescMethod, type DescService } from "@bufbuild/protobuf";
+import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import { createContextKey, type ContextValues } from "@connectrpc/connect";
-import {
-  Authorization_ResourceKind,
-  Authorization_Scope,
-  authorization,
-  type Authorization,
-} from "../../gen/platform/common/v1/authorization_pb.js";
+import { Authorization_ResourceKind, Authorization_Scope, type Authorization } from "../../gen/platform/common/v1/authorization_pb.js";
 import { isPublicService, principalKey, type Principal } from "../auth/index.js";
 import type { Database } from "../db/index.js";
+import { declaredAuthorization } from "../descriptors/index.js";
 import { invalidArgument, permissionDenied, unauthenticated } from "../errors/index.js";
 import { listVisibilityKey, type ListVisibility } from "../list/index.js";
 import type { Grants } from "./grants.js";
@@ -16,12 +12,6 @@ import type { GrantsCache } from "./grants-cache.js";
 
 /** The caller's grants, for services that record who did something (e.g. the creator of an organization). */
 export const grantsKey = createContextKey<Grants | undefined>(undefined, { description: "caller grants" });
-
-/** The declaration of a method, or undefined when it has none (refused). */
-export function declaredAuthorization(method: DescMethod): Authorization | undefined {
-  const decl = getOption(method, authorization);
-  return decl.capability && decl.scope !== Authorization_Scope.UNSPECIFIED ? decl : undefined;
-}
 
 /** `group.uid` → the property names to follow in a message (`["group", "uid"]`, camel-cased). */
 function propertyPath(field: string): string[] {

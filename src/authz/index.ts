@@ -1,7 +1,6 @@
 export { CAPABILITIES, BUILT_IN_ROLES, isCapability, isBuiltInRole, type BuiltInRole } from "./capabilities.js";
 export {
   Authorizer,
-  declaredAuthorization,
   grantsKey,
   type AuthorizedCall,
   type OrgCreationPolicy,

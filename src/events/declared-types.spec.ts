@@ -2,7 +2,7 @@ import { getOption } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { API_SERVICE_DESCRIPTORS } from "../../gen/api-index.js";
 import { authorization } from "../../gen/platform/common/v1/authorization_pb.js";
-import { declaredEventType } from "./recorder.js";
+import { declaredEventType, standardMethodOf } from "../descriptors/index.js";
 
 // Every write RPC declares the event it records (docs/design.md, "Events"):
 // a new write method without one fails here, not silently in production.
@@ -24,7 +24,8 @@ describe("declared event types", () => {
     for (const { key, method } of methods.filter(writes)) {
       const type = declaredEventType(method);
       expect(type, key).toMatch(/^platform\.(iam|registry|vulnerabilities|events)\.[a-z_]+\.(created|updated|deleted|imported)\.v1$/);
-      const verb = /^(?:Batch)?(Create|Update|Delete|Import)/.exec(method.name)?.[1]?.toLowerCase();
+      // A batch records its single method's event; a custom method's is named for its verb (ImportAdvisories: imported).
+      const verb = (standardMethodOf(method)?.replace(/^Batch/, "") ?? /^[A-Z][a-z]+/.exec(method.name)?.[0])?.toLowerCase();
       expect(type.split(".")[3], key).toBe(`${verb}${verb?.endsWith("e") ? "d" : "ed"}`);
     }
   });

@@ -1,7 +1,6 @@
 export {
   EventRecorder,
   actorOf,
-  declaredEventType,
   newEventUid,
   type Change,
   type ChangeCall,
@@ -14,3 +13,5 @@ export { EventHub, DELIVERIES_CHANNEL, EVENTS_CHANNEL, type HubEvent, type LiveB
 export { EventRetention, type RetentionOptions } from "./retention.js";
 export { CreatorCheck, creatorRefusal, type CreatorCheckOptions, type GrantsOf } from "./creator-check.js";
 export { CREATOR_DELETED, creatorMayNotList, stopSubscriptions } from "./stop-subscriptions.js";
+// services/iam/binding-events.ts reads event types through here; the rule itself is src/descriptors/.
+export { declaredEventType } from "../descriptors/index.js";

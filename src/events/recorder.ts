@@ -1,11 +1,10 @@
 import { randomBytes } from "node:crypto";
-import { clone, getOption, type DescMessage, type DescMethod, type JsonValue, type Message } from "@bufbuild/protobuf";
+import { clone, type DescMessage, type DescMethod, type JsonValue, type Message } from "@bufbuild/protobuf";
 import type { ContextValues } from "@connectrpc/connect";
 import { sql } from "drizzle-orm";
-import { event_type } from "../../gen/platform/common/v1/events_pb.js";
 import { principalKey } from "../auth/principal.js";
 import { groupAndAncestors, type Executor } from "../db/index.js";
-import { withoutInputOnly } from "../services/input-only.js";
+import { declaredEventType, withoutInputOnly } from "../descriptors/index.js";
 
 /** The part of a call a recorded change needs: the method (its declared type) and the caller. */
 export interface ChangeCall {
@@ -49,20 +48,8 @@ export interface EventRecorderOptions {
   onError: (e: unknown) => void;
 }
 
-const declared = new Map<DescMethod, string>();
-
 /** How long announcements are gathered before one NOTIFY goes out. */
 const ANNOUNCE_DELAY_MS = 5;
-
-/** The event type `method` declares (`option (platform.common.v1.event_type)`), or "" for a method that writes nothing. */
-export function declaredEventType(method: DescMethod): string {
-  let type = declared.get(method);
-  if (type === undefined) {
-    type = getOption(method, event_type);
-    declared.set(method, type);
-  }
-  return type;
-}
 
 /** The last id this process made: its time and random part, which the next id in the same millisecond increments. */
 let lastId = { ms: -1, random: 0n };

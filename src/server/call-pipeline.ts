@@ -3,10 +3,8 @@ import { createContextValues, type ContextValues, type HandlerContext, type Inte
 import { createDeadlineSignal } from "@connectrpc/connect/protocol";
 import { authenticate, isPublicService, type TokenService } from "../auth/index.js";
 import type { Authorizer } from "../authz/index.js";
-import { declaredEventType } from "../events/index.js";
+import { checkRequest, declaredEventType, withoutInputOnly } from "../descriptors/index.js";
 import { errorDomainForService, toConnectError, withErrorInfo } from "../errors/index.js";
-import { withoutInputOnly } from "../services/input-only.js";
-import { checkRequest } from "../services/request-check.js";
 import type { InvokeUnary, NodeRequest, UnaryCall } from "../http/index.js";
 import type { BoundService } from "../services/index.js";
 import { accessRecordKey } from "./access-log.js";

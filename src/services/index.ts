@@ -31,7 +31,6 @@ import { assertEveryServiceImplemented } from "./service-coverage.js";
 
 export type { ServiceContext } from "./context.js";
 export type { ApiService, BoundService } from "./api-service.js";
-export { checkRequest, checkText } from "./request-check.js";
 
 /** Every API service the server exposes, in the order reflection lists them. */
 export const API_SERVICES: ApiService[] = [

@@ -4,7 +4,8 @@ import { eq, getTableName, sql } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
 import { columnKey, isForeignKeyViolation, isUniqueViolation, type Database, type Executor, type Transaction } from "../db/index.js";
 import { alreadyExists, invalidArgument, notFound } from "../errors/index.js";
-import { declaredEventType, type ChangeCall, type EventRecorder } from "../events/index.js";
+import { declaredEventType } from "../descriptors/index.js";
+import type { ChangeCall, EventRecorder } from "../events/index.js";
 import { applyUpdate } from "../fieldmask/index.js";
 
 /** How one resource maps between its table and its message. */

@@ -3,6 +3,7 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { getTableColumns } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
 import { columnKey, isForeignKeyViolation, newChildUid, type Executor, type GroupContent } from "../db/index.js";
+import { standardMethodOf } from "../descriptors/index.js";
 import { listVisibilityKey, type ExtraFilters, type ListParams, type ListSource } from "../list/index.js";
 import type { ServiceContext } from "./context.js";
 import { ResourceStore, requireField, type BeforeDelete, type ResourceMapping } from "./resource-store.js";
@@ -98,8 +99,8 @@ function resourceField(message: DescMessage, schema: DescMessage, repeated: bool
 
 /**
  * The service's implementation: `custom` handlers as written, every other
- * method derived from the definition by its shape (List…/Get…/Create…/
- * Update…/Delete… over the resource's message). A method that is neither
+ * method derived from the definition by its shape (the standard method it
+ * is, src/descriptors/standard-method.ts, over the resource's message). A method that is neither
  * fails at start, not at the first call.
  */
 export function resourceService<S extends DescService, T extends PgTable, Desc extends DescMessage>(
@@ -123,10 +124,8 @@ export function resourceService<S extends DescService, T extends PgTable, Desc e
   return impl as ServiceImpl<S>;
 
   function derive(method: DescMethod): Handler | undefined {
-    if (method.methodKind !== "unary") return undefined;
-    const verb = /^(List|Get|Create|Update|Delete)[A-Z]/.exec(method.name)?.[1];
     const field = (name: string) => method.input.fields.find((f) => f.name === name);
-    switch (verb) {
+    switch (standardMethodOf(method)) {
       case "List": {
         const out = resourceField(method.output, def.schema, true);
         if (!out) return undefined;

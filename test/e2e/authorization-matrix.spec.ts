@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { Authorization_Scope, type Authorization } from "../../gen/platform/common/v1/authorization_pb.js";
 import { BUILT_IN_ROLES } from "../../src/authz/index.js";
+import { standardMethodOf, type StandardMethod } from "../../src/descriptors/index.js";
 import {
   apiMethods,
   fillTemplate,
@@ -306,7 +307,8 @@ const OVERRIDES: Record<string, (o: Org, denied: boolean) => Promise<JsonObject>
   }),
 };
 
-const VERB = /^(List|Get|Create|Update|Delete)[A-Z]/;
+// The standard methods a case is built for; any other method needs an override.
+const BUILT_VERBS: ReadonlySet<StandardMethod | undefined> = new Set(["List", "Get", "Create", "Update", "Delete"]);
 
 /**
  * A resource with no kind above (a new one) is covered when it has the usual
@@ -315,7 +317,7 @@ const VERB = /^(List|Get|Create|Update|Delete)[A-Z]/;
  * needs more fails here, and then wants a kind of its own.
  */
 function genericCreate(service: DescService): { method: DescMethod; template: string } | undefined {
-  const method = service.methods.find((m) => m.name.startsWith("Create"));
+  const method = service.methods.find((m) => standardMethodOf(m) === "Create");
   const binding = method && apiMethods().find((a) => a.method === method)?.rest[0];
   if (!method || !binding || !method.input.fields.some((f) => f.name === "parent")) return undefined;
   const body = method.input.fields.find((f) => f.fieldKind === "message" && f.message === method.output);
@@ -361,7 +363,7 @@ function missingBuilder(m: ApiMethod): string | undefined {
   if (OVERRIDES[m.key]) return undefined;
   if (!KIND_OF_SERVICE[m.service.name] && !GENERIC_SERVICES.includes(m.service))
     return `${m.key}: no resource kind for service ${m.service.name}`;
-  if (!VERB.test(m.method.name)) return `${m.key}: no case builder for this verb`;
+  if (!BUILT_VERBS.has(standardMethodOf(m.method))) return `${m.key}: no case builder for this verb`;
   return undefined;
 }
 
@@ -397,7 +399,7 @@ async function buildRequest(m: ApiMethod, o: Org, denied = false): Promise<JsonO
   const decl = m.authorization!;
   const input = m.method.input;
   const v1 = m.service.typeName.includes(".v1.");
-  const verb = VERB.exec(m.method.name)![1];
+  const verb = standardMethodOf(m.method);
   const resourceField = decl.resourceField || "uid";
   switch (verb) {
     case "List":
@@ -713,7 +715,7 @@ const GRANTING_FIELDS = new Set(["role_uid", "default_role", "capabilities", "ro
 function handsOut(m: ApiMethod): boolean {
   if (!m.authorization || m.authorization.capability.endsWith(".list")) return false;
   if (m.authorization.scope === Authorization_Scope.ROOT) return false;
-  const update = m.method.name.startsWith("Update");
+  const update = standardMethodOf(m.method) === "Update";
   const walk = (desc: DescMessage, depth: number): boolean =>
     depth < 4 &&
     desc.fields.some((f) => {

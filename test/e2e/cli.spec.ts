@@ -10,6 +10,7 @@ import { decodeJwt } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deriveResourceSpec } from "../../src/cli/commands/derived-spec.js";
 import { buildProgram } from "../../src/cli/program.js";
+import { standardMethodOf } from "../../src/descriptors/index.js";
 import { API_SERVICES } from "../../src/services/index.js";
 import { restClient, type JsonObject, type RestClient } from "../support/clients.js";
 import { runCliInProcess, startCliInProcess } from "../support/cli-in-process.js";
@@ -706,8 +707,8 @@ describe("commands derived from the protos", () => {
     const resources = API_SERVICES.map((a) => a.service).filter(
       (s) =>
         s.typeName.includes(".v2beta1.") &&
-        s.methods.some((m) => m.name.startsWith("List")) &&
-        s.methods.some((m) => m.name.startsWith("Get")),
+        s.methods.some((m) => standardMethodOf(m) === "List") &&
+        s.methods.some((m) => standardMethodOf(m) === "Get"),
     );
     expect(resources.length).toBeGreaterThanOrEqual(11);
     const groups: Command[] = [];

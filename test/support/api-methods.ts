@@ -15,7 +15,7 @@ import { type Code, ConnectError, type Transport } from "@connectrpc/connect";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../gen/google/api/http_pb.js";
 import type { Authorization } from "../../gen/platform/common/v1/authorization_pb.js";
-import { declaredAuthorization } from "../../src/authz/index.js";
+import { declaredAuthorization } from "../../src/descriptors/index.js";
 import { API_SERVICES } from "../../src/services/index.js";
 import type { JsonObject, JsonValue } from "./clients.js";
 

@@ -1,6 +1,7 @@
 import type { DescService } from "@bufbuild/protobuf";
 import type { Command } from "commander";
 import { API_SERVICE_DESCRIPTORS } from "../../../gen/api-index.js";
+import { standardMethodOf } from "../../descriptors/index.js";
 import type { CliIo } from "../io.js";
 import { deriveResourceSpec, withOverride, type ResourceOverride } from "./derived-spec.js";
 import { EVENTS_OVERRIDES } from "./events.js";
@@ -39,8 +40,8 @@ export const RESOURCE_SERVICES: readonly DescService[] = API_SERVICE_DESCRIPTORS
   (s) =>
     s.typeName.includes(".v2beta1.") &&
     !OWN_COMMANDS.has(s.typeName) &&
-    s.methods.some((m) => m.name.startsWith("List")) &&
-    s.methods.some((m) => m.name.startsWith("Get")),
+    s.methods.some((m) => standardMethodOf(m) === "List") &&
+    s.methods.some((m) => standardMethodOf(m) === "Get"),
 ).sort((a, b) => rank(a) - rank(b) || a.typeName.localeCompare(b.typeName));
 
 /** By service type name. A service without an entry gets the derived commands as they are. */

@@ -2,15 +2,16 @@ import { getOption, hasOption, ScalarType, type DescField, type DescMessage, typ
 import { http } from "../../../gen/google/api/annotations_pb.js";
 import { FieldBehavior, field_behavior } from "../../../gen/google/api/field_behavior_pb.js";
 import type { HttpRule } from "../../../gen/google/api/http_pb.js";
+import { standardMethodOf } from "../../descriptors/index.js";
 import { parsePathTemplate, type PathTemplate } from "../../rest/http-rule.js";
 import { col, type Column } from "../output.js";
 import type { CommandContext } from "../context.js";
 import type { JsonObject } from "../api-client.js";
 import type { FieldFlag, FilterFlag, ResourceSpec } from "./resource.js";
 
-// A resource's CLI commands worked out from what the protos already say: the
-// google.api.http rules of its methods (collection path, which verbs exist,
-// parent in the create path) and its messages (list key, filters, writable
+// A resource's CLI commands worked out from what the protos already say: its
+// standard methods (src/descriptors/standard-method.ts) and their
+// google.api.http rules (collection path, parent in the create path) and its messages (list key, filters, writable
 // fields and their types). What the protos cannot say (nicer descriptions,
 // flag names kept from before, columns) comes from a ResourceOverride.
 
@@ -23,6 +24,9 @@ interface Rule {
   template: PathTemplate;
   body: string;
 }
+
+// The HTTP verb of each standard method on one item (`<path>/<uid>`).
+const ITEM_VERBS = { Get: "get", Update: "patch", Delete: "delete" } as const satisfies Record<string, Rule["verb"]>;
 
 function rulesOf(method: DescMethod): Rule[] {
   if (method.methodKind !== "unary" || !hasOption(method, http)) return [];
@@ -164,6 +168,7 @@ export function deriveResourceSpec(service: DescService): ResourceSpec {
   const rules = service.methods.flatMap((method) => rulesOf(method).map((rule) => ({ method, rule })));
   const list = rules.find(
     ({ method, rule }) =>
+      standardMethodOf(method) === "List" &&
       rule.verb === "get" &&
       rule.template.variables.length === 0 &&
       !rule.template.verb &&
@@ -174,20 +179,25 @@ export function deriveResourceSpec(service: DescService): ResourceSpec {
   const resource = listField.fieldKind === "list" && listField.listKind === "message" ? listField.message : undefined!;
   const path = literalPath(list.rule.template)!;
   // The other verbs address `<path>/<uid>`, as the commands send them.
-  const onItem = (verb: Rule["verb"]) =>
+  const onItem = (standard: keyof typeof ITEM_VERBS) =>
     rules.find(
       ({ method, rule }) =>
-        rule.verb === verb &&
+        standardMethodOf(method) === standard &&
+        rule.verb === ITEM_VERBS[standard] &&
         !rule.template.verb &&
         rule.template.source.startsWith(`${path}/{`) &&
-        (verb === "delete" || method.output === resource),
+        (standard === "Delete" || method.output === resource),
     );
-  if (!onItem("get")) throw new Error(`${where}: no Get method (GET ${path}/{uid})`);
+  if (!onItem("Get")) throw new Error(`${where}: no Get method (GET ${path}/{uid})`);
   const createRules = rules.filter(
     ({ method, rule }) =>
-      rule.verb === "post" && !rule.template.verb && method.output === resource && rule.template.source.startsWith(path),
+      standardMethodOf(method) === "Create" &&
+      rule.verb === "post" &&
+      !rule.template.verb &&
+      method.output === resource &&
+      rule.template.source.startsWith(path),
   );
-  const update = onItem("patch");
+  const update = onItem("Update");
   const updateBody = update?.method.input.fields.find((f) => f.name === update.rule.body);
 
   const parentField = createRules[0]?.method.input.fields.find((f) => f.name === "parent");
@@ -241,7 +251,7 @@ export function deriveResourceSpec(service: DescService): ResourceSpec {
     },
     fields,
     update: update !== undefined && updateFields !== undefined,
-    delete: onItem("delete") !== undefined,
+    delete: onItem("Delete") !== undefined,
   };
   if (createRule) {
     spec.create = {};

@@ -24,8 +24,8 @@ import {
   type UidpFilter,
 } from "../../list/index.js";
 import { scopeConditions } from "../../list/scope.js";
+import { checkRequest } from "../../descriptors/index.js";
 import type { ServiceContext } from "../context.js";
-import { checkRequest } from "../request-check.js";
 import { millisAtOrAfter, toTimestamp } from "../timestamps.js";
 import { StreamBudget } from "./streams.js";
 

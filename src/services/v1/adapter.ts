@@ -8,6 +8,7 @@ import {
   type MessageShape,
 } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { standardMethodOf } from "../../descriptors/index.js";
 import type { ServiceContext } from "../context.js";
 import { inProcess, type InProcess } from "./in-process.js";
 import { listAll, type V1ListFilter, type V2Page } from "./list-all.js";
@@ -19,8 +20,8 @@ import { REPLACE_ALL, withV1Fields } from "./shape.js";
 
 /**
  * A v1 service over its v2beta1 twin. Each v1 method calls the v2 method of
- * the same name in-process; what it does is decided by the verb its name
- * starts with (List, Create, Update, Delete).
+ * the same name in-process; what it does is decided by the standard method it
+ * is (List, Create, Update, Delete: src/descriptors/standard-method.ts).
  */
 export interface V1Row<V2 extends DescService, D1 extends DescMessage, R2> {
   /** The v1 service descriptor. */
@@ -99,9 +100,10 @@ const VERBS = {
 const v1Errors = <T>(row: AnyV1Row, call: Promise<T>): Promise<T> => (row.errorFields ? withV1Fields(call, row.errorFields) : call);
 
 function verbOf(row: AnyV1Row, method: DescMethod): keyof typeof VERBS {
-  const verb = (Object.keys(VERBS) as (keyof typeof VERBS)[]).find((v) => method.name.startsWith(v));
-  if (!verb) throw new Error(`${row.v1.typeName}.${method.name}: a v1 method must be a List, Create, Update or Delete`);
-  return verb;
+  const verb = standardMethodOf(method);
+  if (verb === undefined || !Object.hasOwn(VERBS, verb))
+    throw new Error(`${row.v1.typeName}.${method.name}: a v1 method must be a List, Create, Update or Delete`);
+  return verb as keyof typeof VERBS;
 }
 
 /** The v1 service of a row: each method adapts the same-named v2 method, called with the caller's context. */

@@ -4,6 +4,7 @@ import { servicesInGen } from "../../../test/support/generated-services.js";
 import { GroupsService } from "../../../gen/platform/iam/v1/groups_pb.js";
 import { GroupsService as V2GroupsService } from "../../../gen/platform/iam/v2beta1/groups_pb.js";
 import { TagsService as V2TagsService } from "../../../gen/platform/registry/v2beta1/tags_pb.js";
+import { standardMethodOf, type StandardMethod } from "../../descriptors/index.js";
 import type { ServiceContext } from "../context.js";
 import { v1Impl, type AnyV1Row } from "./adapter.js";
 import { V1_API_SERVICES } from "./index.js";
@@ -26,8 +27,8 @@ const withStandIn = (row: AnyV1Row): AnyV1Row => ({
   v2Impl: () => Object.fromEntries(row.v2.methods.map((m) => [m.localName, unused])) as ReturnType<AnyV1Row["v2Impl"]>,
 });
 
-const byVerb = (service: DescService, verb: string): DescMethod => {
-  const method = service.methods.find((m) => m.name.startsWith(verb));
+const byVerb = (service: DescService, verb: StandardMethod): DescMethod => {
+  const method = service.methods.find((m) => standardMethodOf(m) === verb);
   if (!method) throw new Error(`${service.typeName} has no ${verb}`);
   return method;
 };
@@ -58,7 +59,7 @@ describe("the v1 table", () => {
     });
 
     it("names the resource message and field the Create and Update requests hold", () => {
-      for (const verb of ["Create", "Update"]) {
+      for (const verb of ["Create", "Update"] as const) {
         const method = byVerb(row.v1, verb);
         expect(method.output).toBe(row.schema);
         expect(messageOf(field(method.input, row.field)), `v1 ${verb}`).toBe(row.schema);

@@ -4,13 +4,14 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import { file_platform_common_v1_uid_kind } from "./uid_kind_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file platform/common/v1/uidp.proto.
  */
 export const file_platform_common_v1_uidp: GenFile = /*@__PURE__*/
-  fileDesc("Ch1wbGF0Zm9ybS9jb21tb24vdjEvdWlkcC5wcm90bxIScGxhdGZvcm0uY29tbW9uLnYxIm0KClVJRFBGaWx0ZXISFAoMYW5jZXN0b3JzX29mGAEgASgJEhYKDmRlc2NlbmRhbnRzX29mGAIgASgJEhMKC2NoaWxkcmVuX29mGAMgASgJEg8KB2luX3Jvb3QYBCABKAkSCwoDaWRzGAUgAygJYgZwcm90bzM");
+  fileDesc("Ch1wbGF0Zm9ybS9jb21tb24vdjEvdWlkcC5wcm90bxIScGxhdGZvcm0uY29tbW9uLnYxIosBCgpVSURQRmlsdGVyEhoKDGFuY2VzdG9yc19vZhgBIAEoCUIE2PMYARIcCg5kZXNjZW5kYW50c19vZhgCIAEoCUIE2PMYARIZCgtjaGlsZHJlbl9vZhgDIAEoCUIE2PMYARIVCgdpbl9yb290GAQgASgJQgTY8xgBEhEKA2lkcxgFIAMoCUIE2PMYB2IGcHJvdG8z", [file_platform_common_v1_uid_kind]);
 
 /**
  * UIDPFilter scopes a List to part of the group hierarchy. Every resource that

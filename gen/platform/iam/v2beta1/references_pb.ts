@@ -4,13 +4,14 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import { file_platform_common_v1_uid_kind } from "../../common/v1/uid_kind_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file platform/iam/v2beta1/references.proto.
  */
 export const file_platform_iam_v2beta1_references: GenFile = /*@__PURE__*/
-  fileDesc("CiVwbGF0Zm9ybS9pYW0vdjJiZXRhMS9yZWZlcmVuY2VzLnByb3RvEhRwbGF0Zm9ybS5pYW0udjJiZXRhMSJkChFJZGVudGl0eVJlZmVyZW5jZRILCgN1aWQYASABKAkSDAoEbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIPCgdzdWJqZWN0GAQgASgJEg4KBmlzc3VlchgFIAEoCSJACg5Hcm91cFJlZmVyZW5jZRILCgN1aWQYASABKAkSDAoEbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCSI/Cg1Sb2xlUmVmZXJlbmNlEgsKA3VpZBgBIAEoCRIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJYgZwcm90bzM");
+  fileDesc("CiVwbGF0Zm9ybS9pYW0vdjJiZXRhMS9yZWZlcmVuY2VzLnByb3RvEhRwbGF0Zm9ybS5pYW0udjJiZXRhMSJqChFJZGVudGl0eVJlZmVyZW5jZRIRCgN1aWQYASABKAlCBNjzGAQSDAoEbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCRIPCgdzdWJqZWN0GAQgASgJEg4KBmlzc3VlchgFIAEoCSJGCg5Hcm91cFJlZmVyZW5jZRIRCgN1aWQYASABKAlCBNjzGAESDAoEbmFtZRgCIAEoCRITCgtkZXNjcmlwdGlvbhgDIAEoCSJFCg1Sb2xlUmVmZXJlbmNlEhEKA3VpZBgBIAEoCUIE2PMYAxIMCgRuYW1lGAIgASgJEhMKC2Rlc2NyaXB0aW9uGAMgASgJYgZwcm90bzM", [file_platform_common_v1_uid_kind]);
 
 /**
  * An identity as a role binding shows it.

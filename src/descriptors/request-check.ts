@@ -1,7 +1,9 @@
 import { getOption, type DescField, type DescMessage, type DescMethod } from "@bufbuild/protobuf";
-import { uidProblem, type UidKind } from "../db/index.js";
-import { invalidArgument } from "../errors/index.js";
 import { FieldBehavior, field_behavior } from "../../gen/google/api/field_behavior_pb.js";
+import { UidKind as UidKindOption, uid_kind } from "../../gen/platform/common/v1/uid_kind_pb.js";
+import { uidProblem, type UidKind } from "../db/uid.js";
+import { invalidArgument } from "../errors/index.js";
+import { standardMethodOf } from "./standard-method.js";
 
 /**
  * The one input check every request passes before authorization or storage
@@ -22,37 +24,21 @@ export function checkText(value: string, field: string): void {
   if (BAD_TEXT.test(value)) throw invalidArgument(field, "must be valid text: no NUL characters or unpaired surrogates");
 }
 
-const FIELD_KINDS: Record<string, UidKind | "any"> = {
-  parent: "group",
-  group: "group",
-  ancestors_of: "group",
-  descendants_of: "group",
-  children_of: "group",
-  in_root: "group",
-  role_uid: "role",
-  role: "role",
-  default_role: "role",
-  identity_uid: "identity",
-  identity: "identity",
-  // Kinds the field alone does not tell (uidp.ids of any List, v1 ids).
-  ids: "any",
-  id: "any",
+// The shapes of src/db/uid.ts, by the kind a field declares.
+const UID_KINDS: Record<UidKindOption, UidKind | "any" | undefined> = {
+  [UidKindOption.UNSPECIFIED]: undefined,
+  [UidKindOption.GROUP]: "group",
+  [UidKindOption.CHILD]: "child",
+  [UidKindOption.ROLE]: "role",
+  [UidKindOption.IDENTITY]: "identity",
+  [UidKindOption.ROOT_ROLE_BINDING]: "rootRoleBinding",
+  [UidKindOption.ADVISORY]: "advisory",
+  [UidKindOption.ANY]: "any",
 };
 
-// `GetGroupRequest` / `Group` / `GroupReference` → what its `uid` names.
-const UID_OWNER_KINDS: Record<string, UidKind> = {
-  Group: "group",
-  AccountAssociation: "group",
-  Role: "role",
-  Identity: "identity",
-  Advisory: "advisory",
-  RootRoleBinding: "rootRoleBinding",
-};
-
-function uidKindOf(message: DescMessage, field: DescField): UidKind | "any" | undefined {
-  if (field.name !== "uid") return FIELD_KINDS[field.name];
-  const owner = message.name.replace(/^(Get|Delete)/, "").replace(/(Request|Reference)$/, "");
-  return UID_OWNER_KINDS[owner] ?? "child";
+/** The kind of uid a string field holds (`option (platform.common.v1.uid_kind)`), or undefined for a field that holds none. */
+export function uidKindOf(field: DescField): UidKind | "any" | undefined {
+  return UID_KINDS[getOption(field, uid_kind)];
 }
 
 function checkUid(value: string, kind: UidKind | "any", field: string): void {
@@ -143,12 +129,12 @@ interface FieldFacts {
 
 const facts = new WeakMap<DescField, FieldFacts>();
 
-function factsOf(desc: DescMessage, field: DescField): FieldFacts {
+function factsOf(field: DescField): FieldFacts {
   let f = facts.get(field);
   if (!f) {
     const behaviors = getOption(field, field_behavior);
     f = {
-      uidKind: uidKindOf(desc, field),
+      uidKind: uidKindOf(field),
       outputOnly: behaviors.includes(FieldBehavior.OUTPUT_ONLY),
       identifier: behaviors.includes(FieldBehavior.IDENTIFIER),
     };
@@ -157,23 +143,23 @@ function factsOf(desc: DescMessage, field: DescField): FieldFacts {
   return f;
 }
 
-function checkString(walk: Walk, desc: DescMessage, field: DescField, value: unknown, path: string, depth: number): void {
+function checkString(walk: Walk, field: DescField, value: unknown, path: string, depth: number): void {
   if (typeof value !== "string" || value === "") return;
   checkText(value, path);
-  const f = factsOf(desc, field);
+  const f = factsOf(field);
   // What a write ignores is not checked for shape (only for text): output-only
   // fields of a body, and its identifier on create.
   const ignored = depth > 0 && (f.outputOnly || (walk.creating && f.identifier));
   if (f.uidKind && !ignored) checkUid(value, f.uidKind, path);
 }
 
-function checkValue(walk: Walk, desc: DescMessage, field: DescField, value: unknown, path: string, depth: number): void {
+function checkValue(walk: Walk, field: DescField, value: unknown, path: string, depth: number): void {
   const nested = field.message;
   if (nested && JSON_TYPES.has(nested.typeName)) checkJson(value, path, depth + 1);
   else if (nested && TIME_TYPES.has(nested.typeName)) checkTime(nested.typeName, value, path);
   else if (nested) {
     if (value !== null && typeof value === "object") walkMessage(walk, nested, value as Record<string, unknown>, path, depth + 1);
-  } else checkString(walk, desc, field, value, path, depth);
+  } else checkString(walk, field, value, path, depth);
 }
 
 // Errors name a resource's own fields relative to it (`role_uid`, not
@@ -193,7 +179,7 @@ function walkMessage(walk: Walk, desc: DescMessage, message: Record<string, unkn
     if (field.fieldKind === "list") {
       checkCount((value as unknown[]).length, path);
       (value as unknown[]).forEach((item, i) => {
-        checkValue(walk, desc, field, item, `${path}[${i}]`, depth);
+        checkValue(walk, field, item, `${path}[${i}]`, depth);
       });
     } else if (field.fieldKind === "map") {
       const entries = Object.entries(value as Record<string, unknown>);
@@ -201,15 +187,16 @@ function walkMessage(walk: Walk, desc: DescMessage, message: Record<string, unkn
       for (const [key, item] of entries) {
         checkText(key, path);
         if (key.length > MAX_MAP_KEY_LENGTH) throw invalidArgument(path, `keys must be at most ${MAX_MAP_KEY_LENGTH} characters`);
-        checkValue(walk, desc, field, item, `${path}[${key}]`, depth);
+        checkValue(walk, field, item, `${path}[${key}]`, depth);
       }
     } else {
-      checkValue(walk, desc, field, value, path, depth);
+      checkValue(walk, field, value, path, depth);
     }
   }
 }
 
 /** Checks every string of a request (recursively); throws INVALID_ARGUMENT naming the first bad field. */
 export function checkRequest(method: DescMethod, message: Record<string, unknown>): void {
-  walkMessage({ creating: /^(Batch)?Create/.test(method.name) }, method.input, message, "", 0);
+  const standard = standardMethodOf(method);
+  walkMessage({ creating: standard === "Create" || standard === "BatchCreate" }, method.input, message, "", 0);
 }
