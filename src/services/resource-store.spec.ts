@@ -9,7 +9,8 @@ import { BadRequestSchema, ResourceInfoSchema } from "../../gen/google/rpc/error
 import { GroupSchema, GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { createContextValues } from "@connectrpc/connect";
 import { principalKey } from "../auth/index.js";
-import { isForeignKeyViolation, newChildUid, newRootUid, schema, type DatabaseHandle } from "../db/index.js";
+import { newChildUid, newRootUid, schema, type DatabaseHandle } from "../db/index.js";
+import { isForeignKeyViolation } from "../errors/index.js";
 import { groupResource } from "./iam/groups.js";
 import { ResourceStore } from "./resource-store.js";
 import { toTimestamp } from "./timestamps.js";

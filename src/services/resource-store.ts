@@ -2,8 +2,8 @@ import { clone, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import type { FieldMask } from "@bufbuild/protobuf/wkt";
 import { eq, getTableName, sql } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
-import { columnKey, isForeignKeyViolation, isUniqueViolation, type Database, type Executor, type Transaction } from "../db/index.js";
-import { alreadyExists, invalidArgument, notFound } from "../errors/index.js";
+import { columnKey, type Database, type Executor, type Transaction } from "../db/index.js";
+import { alreadyExists, invalidArgument, isForeignKeyViolation, isUniqueViolation, notFound } from "../errors/index.js";
 import { declaredEventType, type ChangeCall, type EventRecorder } from "../events/index.js";
 import { applyUpdate } from "../fieldmask/index.js";
 
