@@ -6,7 +6,7 @@ import {
   authorization,
   type Authorization,
 } from "../../gen/platform/common/v1/authorization_pb.js";
-import { isPublicService, principalKey, type Principal } from "../auth/index.js";
+import { isPublicService, principalKey, type Principal } from "../caller/index.js";
 import type { Database } from "../db/index.js";
 import { invalidArgument, permissionDenied, unauthenticated } from "../errors/index.js";
 import { listVisibilityKey, type ListVisibility } from "../list/index.js";

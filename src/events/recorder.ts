@@ -3,7 +3,7 @@ import { clone, getOption, type DescMessage, type DescMethod, type JsonValue, ty
 import type { ContextValues } from "@connectrpc/connect";
 import { sql } from "drizzle-orm";
 import { event_type } from "../../gen/platform/common/v1/events_pb.js";
-import { principalKey } from "../auth/principal.js";
+import { principalKey } from "../caller/index.js";
 import { groupAndAncestors, type Executor } from "../db/index.js";
 import { withoutInputOnly } from "../services/input-only.js";
 

@@ -1,6 +1,7 @@
 import { create, isMessage, type DescMethod, type DescService, type Message } from "@bufbuild/protobuf";
 import { createContextKey, createContextValues, type ContextValues, type HandlerContext, type Interceptor } from "@connectrpc/connect";
-import { authenticate, isPublicService, type TokenService } from "../auth/index.js";
+import { authenticate, type TokenService } from "../auth/index.js";
+import { isPublicService } from "../caller/index.js";
 import type { Authorizer } from "../authz/index.js";
 import { declaredEventType } from "../events/index.js";
 import { errorDomainForService, toConnectError, withErrorInfo } from "../errors/index.js";

@@ -8,7 +8,7 @@ import { migratedStorePerFile } from "../../test/support/fresh-store.js";
 import { BadRequestSchema, ResourceInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { GroupSchema, GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { createContextValues } from "@connectrpc/connect";
-import { principalKey } from "../auth/index.js";
+import { principalKey } from "../caller/index.js";
 import { newChildUid, newRootUid, schema, type DatabaseHandle } from "../db/index.js";
 import { isForeignKeyViolation } from "../errors/index.js";
 import { groupResource } from "./iam/groups.js";
