@@ -2,7 +2,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { servicesInGen } from "../../test/support/generated-services.js";
 import { API_SERVICE_DESCRIPTORS, DECLARED_CAPABILITIES } from "../../gen/api-index.js";
-import { declaredAuthorization } from "./authorizer.js";
+import { declaredAuthorization } from "../authz/index.js";
 import { BUILT_IN_ROLES, CAPABILITIES, UNDECLARED, byCatalogOrder, isCapability } from "./capabilities.js";
 
 // The catalog is derived from the protos (docs/design.md, "Tokens and access"). Stored roles
