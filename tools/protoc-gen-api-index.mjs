@@ -3,7 +3,7 @@
 // under platform/ define (docs/design.md, "Tokens and access"): every service
 // descriptor, and every capability a method declares in
 // `option (platform.common.v1.authorization)`. The capability catalogue
-// (src/authz/capabilities.ts) and the service check (src/services/index.ts) are
+// (src/capabilities/capabilities.ts) and the service check (src/services/index.ts) are
 // built from it, so a new resource needs no hand-edited list.
 //
 // Plain JavaScript so buf runs it with node alone. It cannot import the

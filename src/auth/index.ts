@@ -1,6 +1,6 @@
 export { SigningKeys } from "./signing-keys.js";
 export { TokenService, API_TOKEN_TTL_SECONDS, type MintedToken, type VerifiedToken } from "./tokens.js";
-export { authenticate, isPublicService, principalKey, bearerToken, type Principal } from "./principal.js";
+export { authenticate, bearerToken } from "./principal.js";
 export { openidConfiguration, jwks } from "./well-known.js";
 export { bootstrapAdminToken, writeAdminToken } from "./bootstrap.js";
 export { OidcIssuers } from "./oidc-issuers.js";

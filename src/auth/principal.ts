@@ -1,24 +1,7 @@
-import { createContextKey, type ContextValues } from "@connectrpc/connect";
+import type { ContextValues } from "@connectrpc/connect";
+import { type Principal, principalKey } from "../caller/index.js";
 import { unauthenticated } from "../errors/index.js";
 import type { TokenService } from "./tokens.js";
-
-/** Who is calling: the identity a verified API token names. */
-export interface Principal {
-  identityUid: string;
-  audience: string;
-  /** When the caller's token expires: a stream it opened ends then. */
-  expiry: Date;
-}
-
-export const principalKey = createContextKey<Principal | undefined>(undefined, { description: "authenticated caller" });
-
-// Reflection and health must answer without credentials so that tools and
-// load balancers can use them.
-const PUBLIC_SERVICE_PREFIXES = ["grpc.reflection.", "grpc.health."];
-
-export function isPublicService(typeName: string): boolean {
-  return PUBLIC_SERVICE_PREFIXES.some((p) => typeName.startsWith(p));
-}
 
 export function bearerToken(header: string | null): string | undefined {
   if (!header) return undefined;

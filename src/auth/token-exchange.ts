@@ -7,7 +7,7 @@ import { checkText } from "../descriptors/index.js";
 import { budgetSpent } from "../egress/index.js";
 import { invalidArgument, rateLimited, unauthenticated } from "../errors/index.js";
 import type { EventRecorder } from "../events/index.js";
-import { issuerPatternOrigin, matchesClaimPattern } from "./claim-pattern.js";
+import { issuerPatternOrigin, matchesClaimPattern } from "../services/iam/claim-pattern.js";
 import type { ExchangeLimits } from "./exchange-limits.js";
 import type { OidcIssuers } from "./oidc-issuers.js";
 import type { OutboundBudgets } from "./outbound-budgets.js";

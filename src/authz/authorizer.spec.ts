@@ -2,7 +2,7 @@ import { createContextValues } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { EventsService } from "../../gen/platform/events/v2beta1/events_pb.js";
 import { ThingService } from "../../gen/resttest/v1/kitchen_sink_pb.js";
-import { principalKey } from "../auth/index.js";
+import { principalKey } from "../caller/index.js";
 import type { Database } from "../db/index.js";
 import { permissionDenied, unauthenticated } from "../errors/index.js";
 import { Authorizer } from "./authorizer.js";

@@ -1,7 +1,7 @@
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import { createContextKey, type ContextValues } from "@connectrpc/connect";
 import { Authorization_ResourceKind, Authorization_Scope, type Authorization } from "../../gen/platform/common/v1/authorization_pb.js";
-import { isPublicService, principalKey, type Principal } from "../auth/index.js";
+import { isPublicService, principalKey, type Principal } from "../caller/index.js";
 import type { Database } from "../db/index.js";
 import { declaredAuthorization } from "../descriptors/index.js";
 import { invalidArgument, permissionDenied, unauthenticated } from "../errors/index.js";

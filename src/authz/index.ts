@@ -1,4 +1,3 @@
-export { CAPABILITIES, BUILT_IN_ROLES, isCapability, isBuiltInRole, type BuiltInRole } from "./capabilities.js";
 export {
   Authorizer,
   grantsKey,

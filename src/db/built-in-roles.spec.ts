@@ -3,7 +3,7 @@ import { eq, sql } from "drizzle-orm";
 import { PGlite } from "@electric-sql/pglite";
 import { afterEach, describe, expect, it } from "vitest";
 import { freshStorePerTest } from "../../test/support/fresh-store.js";
-import { BUILT_IN_ROLES } from "../authz/capabilities.js";
+import { BUILT_IN_ROLES } from "../capabilities/index.js";
 import { openDatabase, queryRows, type Database, type DatabaseHandle } from "./client.js";
 import * as schema from "./schema.js";
 import { newChildUid, newRootBindingUid, newRootUid } from "./uid.js";

@@ -1,8 +1,6 @@
 import { and, eq, isNull, notExists, notInArray, sql } from "drizzle-orm";
 import type { PgColumn, PgDatabase, PgQueryResultHKT, PgTable } from "drizzle-orm/pg-core";
-// The catalogue is a leaf module (no imports), so the db layer may read it without a cycle
-// through src/authz/index.ts, which imports the db layer.
-import { BUILT_IN_ROLES, type BuiltInRole } from "../authz/capabilities.js";
+import { BUILT_IN_ROLES, type BuiltInRole } from "../capabilities/index.js";
 import { groupInvites, identityProviders, roleBindings, rootRoleBindings, roles } from "./schema.js";
 
 export interface BuiltInRolesSync {

@@ -25,7 +25,6 @@ export {
   isAnyUid,
   type UidKind,
 } from "./uid.js";
-export { isUniqueViolation, isForeignKeyViolation, isDataError, isDatabaseUnavailable } from "./pg-errors.js";
 export { groupContents, type GroupContent } from "./group-contents.js";
 export { countRoleBindings, deleteGroupRoleBindings } from "./role-binding-rules.js";
 export { loadSealedSetting, settingContext } from "./sealed-setting.js";

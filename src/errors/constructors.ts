@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { isDataError, isDatabaseUnavailable, isTransactionConflict } from "../db/pg-errors.js";
+import { isDataError, isDatabaseUnavailable, isTransactionConflict } from "./pg-errors.js";
 import {
   BadRequestSchema,
   ErrorInfoSchema,

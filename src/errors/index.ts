@@ -22,3 +22,4 @@ export {
 } from "./constructors.js";
 export { withErrorInfo, errorDomainForService } from "./error-info.js";
 export { toStatus, toStatusJson, httpStatusFromCode, codeName } from "./status.js";
+export { isUniqueViolation, isForeignKeyViolation } from "./pg-errors.js";

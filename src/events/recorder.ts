@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { clone, type DescMessage, type DescMethod, type JsonValue, type Message } from "@bufbuild/protobuf";
 import type { ContextValues } from "@connectrpc/connect";
 import { sql } from "drizzle-orm";
-import { principalKey } from "../auth/principal.js";
+import { principalKey } from "../caller/index.js";
 import { groupAndAncestors, type Executor } from "../db/index.js";
 import { declaredEventType, withoutInputOnly } from "../descriptors/index.js";
 

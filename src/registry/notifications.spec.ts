@@ -7,7 +7,7 @@ import { and, eq, inArray } from "drizzle-orm";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { TagSchema, TagsService } from "../../gen/platform/registry/v2beta1/tags_pb.js";
 import { migratedStorePerFile } from "../../test/support/fresh-store.js";
-import { principalKey } from "../auth/index.js";
+import { principalKey } from "../caller/index.js";
 import { Grants } from "../authz/index.js";
 import { SecretBox } from "../crypto/index.js";
 import { EventRecorder } from "../events/index.js";

@@ -1,7 +1,8 @@
 import { create, isMessage, type DescMethod, type DescService, type Message } from "@bufbuild/protobuf";
 import { createContextValues, type ContextValues, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import { createDeadlineSignal } from "@connectrpc/connect/protocol";
-import { authenticate, isPublicService, type TokenService } from "../auth/index.js";
+import { authenticate, type TokenService } from "../auth/index.js";
+import { isPublicService } from "../caller/index.js";
 import type { Authorizer } from "../authz/index.js";
 import { checkRequest, declaredEventType, withoutInputOnly } from "../descriptors/index.js";
 import { errorDomainForService, toConnectError, withErrorInfo } from "../errors/index.js";

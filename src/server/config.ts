@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import type { OrgCreationPolicy } from "../authz/authorizer.js";
+import { isLoopbackHost } from "../auth/login/dev-provider.js";
 import { PlatformAdmins } from "../auth/login/platform-admins.js";
 import { decodeMasterKey } from "../crypto/index.js";
 import { DEFAULT_REGISTRY_ROTATE_AFTER_MS, MAX_REGISTRY_ROTATE_AFTER_MS, MIN_REGISTRY_ROTATE_AFTER_MS } from "../registry/registry-keys.js";
@@ -170,12 +171,6 @@ function parseOrgCreation(raw: string | undefined): OrgCreationPolicy {
   const policy = ORG_CREATION_POLICIES.find((p) => p === raw);
   if (!policy) throw new ConfigError(`PLATFORM_ORG_CREATION must be one of ${ORG_CREATION_POLICIES.join(", ")}, not "${raw}"`);
   return policy;
-}
-
-/** A listener address only this machine can reach. */
-export function isLoopbackHost(host: string): boolean {
-  const bare = host.replace(/^\[|\]$/g, "");
-  return bare === "localhost" || bare === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare);
 }
 
 /** Whether URL `url` (undefined: the default, http://localhost:<port>) names this machine only. */

@@ -2,8 +2,9 @@ import { create, type DescField, type DescMessage, type DescMethod, type DescSer
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { getTableColumns } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
-import { columnKey, isForeignKeyViolation, newChildUid, type Executor, type GroupContent } from "../db/index.js";
+import { columnKey, newChildUid, type Executor, type GroupContent } from "../db/index.js";
 import { standardMethodOf } from "../descriptors/index.js";
+import { isForeignKeyViolation } from "../errors/index.js";
 import { listVisibilityKey, type ExtraFilters, type ListParams, type ListSource } from "../list/index.js";
 import type { ServiceContext } from "./context.js";
 import { ResourceStore, requireField, type BeforeDelete, type ResourceMapping } from "./resource-store.js";

@@ -1,4 +1,4 @@
-import { compileClaimPattern } from "../auth/claim-pattern.js";
+import { compileClaimPattern } from "./iam/claim-pattern.js";
 import { invalidArgument } from "../errors/index.js";
 
 // Field checks shared by resource mappings; each throws INVALID_ARGUMENT

@@ -4,7 +4,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { Authorization_Scope, type Authorization } from "../../gen/platform/common/v1/authorization_pb.js";
-import { BUILT_IN_ROLES } from "../../src/authz/index.js";
+import { BUILT_IN_ROLES } from "../../src/capabilities/index.js";
 import { standardMethodOf, type StandardMethod } from "../../src/descriptors/index.js";
 import {
   apiMethods,

@@ -2,7 +2,7 @@ import type { DescMethod } from "@bufbuild/protobuf";
 import grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
-import { BUILT_IN_ROLES } from "../../src/authz/index.js";
+import { BUILT_IN_ROLES } from "../../src/capabilities/index.js";
 import { declaredAuthorization } from "../../src/descriptors/index.js";
 import { schema } from "../../src/db/index.js";
 import { API_SERVICES } from "../../src/services/index.js";

@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { BUILT_IN_ROLES } from "../../src/authz/index.js";
+import { BUILT_IN_ROLES } from "../../src/capabilities/index.js";
 import { newRootBindingUid, openDatabase, schema } from "../../src/db/index.js";
 import { startApp } from "../../src/server/app.js";
 import { loadConfig } from "../../src/server/config.js";

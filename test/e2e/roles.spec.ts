@@ -4,7 +4,7 @@ import { isNull } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema, PreconditionFailureSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { RolesService } from "../../gen/platform/iam/v2beta1/roles_pb.js";
-import { BUILT_IN_ROLES, CAPABILITIES } from "../../src/authz/index.js";
+import { BUILT_IN_ROLES, CAPABILITIES } from "../../src/capabilities/index.js";
 import { schema } from "../../src/db/index.js";
 import { connectClient, grpcStatusDetails, restClient, type JsonObject, type RestClient } from "../support/clients.js";
 import { grpcSuite } from "../support/grpc-suite.js";

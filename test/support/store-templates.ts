@@ -97,7 +97,7 @@ async function templateKey(): Promise<string> {
   const migrations = join(repo, "src/db/migrations");
   const files = [
     ...(await readdir(migrations, { recursive: true })).sort().map((f) => join(migrations, f)),
-    join(repo, "src/authz/capabilities.ts"),
+    join(repo, "src/capabilities/capabilities.ts"),
     join(repo, "src/db/built-in-roles.ts"),
     fileURLToPath(import.meta.url),
   ];

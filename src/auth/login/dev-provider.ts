@@ -1,5 +1,4 @@
 import type { IncomingHttpHeaders } from "node:http";
-import { isLoopbackHost } from "../../server/config.js";
 import { LoginError } from "./login-error.js";
 import { escapeHtml, page } from "./login-pages.js";
 import type { SignedInPerson } from "./upstream.js";
@@ -20,6 +19,12 @@ export function devPerson(authUrl: string, username: string): SignedInPerson {
     throw new LoginError("invalid_request", "the username must be 1 to 64 characters of a-z, 0-9, '.', '_' and '-'");
   }
   return { issuer: devIssuer(authUrl), subject: username, email: "", emailVerified: false, name: username };
+}
+
+/** A host name or address only this machine can reach (a listener's, a request's Host). */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, "");
+  return bare === "localhost" || bare === "::1" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(bare);
 }
 
 /** Headers a proxy adds on the way in: a request carrying any came through one. */

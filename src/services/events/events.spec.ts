@@ -7,7 +7,7 @@ import { UIDPFilterSchema } from "../../../gen/platform/common/v1/uidp_pb.js";
 import { QuotaFailureSchema } from "../../../gen/google/rpc/error_details_pb.js";
 import { testEventRecorder } from "../../../test/support/event-recorder.js";
 import { migratedStorePerFile } from "../../../test/support/fresh-store.js";
-import { principalKey } from "../../auth/index.js";
+import { principalKey } from "../../caller/index.js";
 import { SecretBox } from "../../crypto/index.js";
 import { schema, type Database, type DatabaseHandle } from "../../db/index.js";
 import { Egress } from "../../egress/index.js";

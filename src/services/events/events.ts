@@ -11,7 +11,7 @@ import {
 } from "../../../gen/platform/events/v2beta1/events_pb.js";
 import { schema } from "../../db/index.js";
 import { outOfRange, invalidArgument, unauthenticated } from "../../errors/index.js";
-import { principalKey } from "../../auth/index.js";
+import { principalKey } from "../../caller/index.js";
 import type { HubEvent } from "../../events/index.js";
 import {
   listVisibilityKey,

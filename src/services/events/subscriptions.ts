@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import { principalKey } from "../../auth/index.js";
+import { principalKey } from "../../caller/index.js";
 import { callerGrants } from "../../authz/index.js";
 import { count, eq, inArray } from "drizzle-orm";
 import {

@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { GroupSchema, GroupsService, type Group } from "../../../gen/platform/iam/v2beta1/groups_pb.js";
 import { deleteGroupRoleBindings, groupContents, MAX_GROUP_DEPTH, newChildUid, newRootUid, schema, uidDepth } from "../../db/index.js";
-import { principalKey } from "../../auth/index.js";
+import { principalKey } from "../../caller/index.js";
 import { failedPrecondition, invalidArgument, unauthenticated } from "../../errors/index.js";
 import type { ServiceContext } from "../context.js";
 import { grantRoleRecorded, recordBindingsGoing } from "./binding-events.js";

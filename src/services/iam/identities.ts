@@ -11,7 +11,7 @@ import {
 } from "../../../gen/platform/iam/v2beta1/identities_pb.js";
 import { assertWithinCeiling, callerGrants, Grants } from "../../authz/index.js";
 import { newChildUid, parentOf, schema, type Executor } from "../../db/index.js";
-import { issuerPatternOrigin } from "../../auth/claim-pattern.js";
+import { issuerPatternOrigin } from "./claim-pattern.js";
 import { invalidArgument } from "../../errors/index.js";
 import { CREATOR_DELETED, stopSubscriptions } from "../../events/index.js";
 import type { ExtraFilters } from "../../list/index.js";

@@ -1,3 +1,7 @@
+// How a database failure looks (SQLSTATE, unreachable): toConnectError maps these to statuses, and a
+// service maps a constraint it expects to its own error. Here, not in src/db/, so that errors sit
+// below every module (docs/architecture.md, "Layers").
+//
 // SQLSTATE codes surface differently from postgres.js and PGlite (and drizzle
 // may wrap them in `cause`), so look through the chain for `code`.
 function sqlState(e: unknown): string | undefined {
