@@ -1,0 +1,107 @@
+import { create } from "@bufbuild/protobuf";
+import { createContextValues, type HandlerContext } from "@connectrpc/connect";
+import { inArray } from "drizzle-orm";
+import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
+import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { testEventRecorder } from "../../../test/support/event-recorder.js";
+import { migratedStorePerFile } from "../../../test/support/fresh-store.js";
+import {
+  BatchCreateRoleBindingsRequestSchema,
+  CreateRoleBindingRequestSchema,
+  RoleBindingsService,
+} from "../../../gen/platform/iam/v2beta1/role_bindings_pb.js";
+import { principalKey } from "../../auth/index.js";
+import { CAPABILITIES, Grants, grantsKey } from "../../authz/index.js";
+import { newChildUid, newRootUid, schema, type Database, type DatabaseHandle } from "../../db/index.js";
+import type { ServiceContext } from "../context.js";
+import { roleBindingsService } from "./role-bindings.js";
+
+// What a batch of role bindings costs the database: each binding is hydrated (its identity, group
+// and role joined in) once for the whole answer, its event reusing the answer's message
+// (src/bindings/), not once per binding and again for the answer.
+
+const T0 = new Date("2030-01-01T00:00:00.000Z");
+let handle: DatabaseHandle;
+migratedStorePerFile((h) => (handle = h));
+
+/** Every statement the service runs, as SQL text: the same store seen through a logging Drizzle. */
+let statements: string[] = [];
+let service: ReturnType<typeof roleBindingsService>;
+let org = "";
+
+beforeAll(async () => {
+  const logger = { logQuery: (query: string) => void statements.push(query) };
+  const client = (handle.db as unknown as { $client: never }).$client;
+  const db = (handle.kind === "pglite"
+    ? drizzlePglite(client, { schema, logger })
+    : drizzlePostgres(client, { schema, logger })) as unknown as Database;
+  const clock = () => T0;
+  service = roleBindingsService({ db, clock, events: testEventRecorder(clock) } as ServiceContext);
+  org = newRootUid();
+  await handle.db.insert(schema.groups).values({ uid: org, parentUid: null, name: "org", createTime: T0, updateTime: T0 });
+});
+
+/** `n` new identities of the organization. */
+async function identities(n: number): Promise<string[]> {
+  const rows = Array.from({ length: n }, (_, k) => ({
+    uid: newChildUid(org),
+    parentUid: org,
+    name: `robot-${k}`,
+    createTime: T0,
+    updateTime: T0,
+  }));
+  await handle.db.insert(schema.identities).values(rows);
+  return rows.map((r) => r.uid);
+}
+
+/** A call of `method` by a root owner (the grant ceiling lets it bind anything). */
+function callOf(method: keyof typeof RoleBindingsService.method): HandlerContext {
+  const values = createContextValues();
+  values.set(principalKey, { identityUid: "actor-1", audience: "https://platform.test", expiry: new Date(Date.now() + 3_600_000) });
+  values.set(grantsKey, new Grants([{ groupUid: null, capabilities: new Set(CAPABILITIES) }]));
+  return { method: RoleBindingsService.method[method], values } as unknown as HandlerContext;
+}
+
+/** The statements that hydrate bindings: the binding joined with its group. */
+const hydrations = () => statements.filter((s) => /from "role_bindings" inner join .*"groups"/i.test(s)).length;
+
+describe("creating role bindings", () => {
+  it.each([1, 5, 20])("hydrates a batch of %i bindings in one query, for its answer and its events alike", async (n) => {
+    const uids = await identities(n);
+    statements = [];
+    const answer = await service.batchCreateRoleBindings(
+      create(BatchCreateRoleBindingsRequestSchema, {
+        parent: org,
+        requests: uids.map((identityUid) => create(CreateRoleBindingRequestSchema, { identityUid, roleUid: "viewer" })),
+      }),
+      callOf("batchCreateRoleBindings"),
+    );
+    expect((answer.roleBindings ?? []).map((b) => [b.identity?.uid, b.group?.uid, b.role?.name])).toEqual(
+      uids.map((u) => [u, org, "viewer"]),
+    );
+    expect(hydrations()).toBe(1);
+    // Each binding's event shows it as the answer does.
+    const events = await handle.db
+      .select()
+      .from(schema.events)
+      .where(
+        inArray(
+          schema.events.subject,
+          (answer.roleBindings ?? []).map((b) => b.uid ?? ""),
+        ),
+      );
+    expect(events.map((e) => (e.data as { after: { identity: { uid: string } } }).after.identity.uid).sort()).toEqual([...uids].sort());
+  });
+
+  it("hydrates a single binding once", async () => {
+    const [identityUid] = await identities(1);
+    statements = [];
+    const binding = await service.createRoleBinding(
+      create(CreateRoleBindingRequestSchema, { parent: org, identityUid: identityUid!, roleUid: "editor" }),
+      callOf("createRoleBinding"),
+    );
+    expect(binding.role?.name).toBe("editor");
+    expect(hydrations()).toBe(1);
+  });
+});
