@@ -1,4 +1,5 @@
-import { create } from "@bufbuild/protobuf";
+import { create, type DescMethod } from "@bufbuild/protobuf";
+import { randomBytes } from "node:crypto";
 import { createContextValues, type HandlerContext } from "@connectrpc/connect";
 import { inArray } from "drizzle-orm";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
@@ -11,11 +12,13 @@ import {
   CreateRoleBindingRequestSchema,
   RoleBindingsService,
 } from "../../../gen/platform/iam/v2beta1/role_bindings_pb.js";
+import { CreateRootRoleBindingRequestSchema, RootRoleBindingsService } from "../../../gen/platform/iam/v2beta1/root_role_bindings_pb.js";
 import { principalKey } from "../../auth/index.js";
 import { CAPABILITIES, Grants, grantsKey } from "../../authz/index.js";
 import { newChildUid, newRootUid, schema, type Database, type DatabaseHandle } from "../../db/index.js";
 import type { ServiceContext } from "../context.js";
 import { roleBindingsService } from "./role-bindings.js";
+import { rootRoleBindingsService } from "./root-role-bindings.js";
 
 // What a batch of role bindings costs the database: each binding is hydrated (its identity, group
 // and role joined in) once for the whole answer, its event reusing the answer's message
@@ -28,6 +31,7 @@ migratedStorePerFile((h) => (handle = h));
 /** Every statement the service runs, as SQL text: the same store seen through a logging Drizzle. */
 let statements: string[] = [];
 let service: ReturnType<typeof roleBindingsService>;
+let rootService: ReturnType<typeof rootRoleBindingsService>;
 let org = "";
 
 beforeAll(async () => {
@@ -37,7 +41,9 @@ beforeAll(async () => {
     ? drizzlePglite(client, { schema, logger })
     : drizzlePostgres(client, { schema, logger })) as unknown as Database;
   const clock = () => T0;
-  service = roleBindingsService({ db, clock, events: testEventRecorder(clock) } as ServiceContext);
+  const ctx = { db, clock, events: testEventRecorder(clock) } as ServiceContext;
+  service = roleBindingsService(ctx);
+  rootService = rootRoleBindingsService(ctx);
   org = newRootUid();
   await handle.db.insert(schema.groups).values({ uid: org, parentUid: null, name: "org", createTime: T0, updateTime: T0 });
 });
@@ -56,15 +62,15 @@ async function identities(n: number): Promise<string[]> {
 }
 
 /** A call of `method` by a root owner (the grant ceiling lets it bind anything). */
-function callOf(method: keyof typeof RoleBindingsService.method): HandlerContext {
+function callOf(method: DescMethod): HandlerContext {
   const values = createContextValues();
   values.set(principalKey, { identityUid: "actor-1", audience: "https://platform.test", expiry: new Date(Date.now() + 3_600_000) });
   values.set(grantsKey, new Grants([{ groupUid: null, capabilities: new Set(CAPABILITIES) }]));
-  return { method: RoleBindingsService.method[method], values } as unknown as HandlerContext;
+  return { method, values } as unknown as HandlerContext;
 }
 
-/** The statements that hydrate bindings: the binding joined with its group. */
-const hydrations = () => statements.filter((s) => /from "role_bindings" inner join .*"groups"/i.test(s)).length;
+/** The statements that hydrate bindings: the binding joined with its identity. */
+const hydrations = () => statements.filter((s) => /from "(root_)?role_bindings" inner join "identities"/i.test(s)).length;
 
 describe("creating role bindings", () => {
   it.each([1, 5, 20])("hydrates a batch of %i bindings in one query, for its answer and its events alike", async (n) => {
@@ -75,7 +81,7 @@ describe("creating role bindings", () => {
         parent: org,
         requests: uids.map((identityUid) => create(CreateRoleBindingRequestSchema, { identityUid, roleUid: "viewer" })),
       }),
-      callOf("batchCreateRoleBindings"),
+      callOf(RoleBindingsService.method.batchCreateRoleBindings),
     );
     expect((answer.roleBindings ?? []).map((b) => [b.identity?.uid, b.group?.uid, b.role?.name])).toEqual(
       uids.map((u) => [u, org, "viewer"]),
@@ -99,9 +105,21 @@ describe("creating role bindings", () => {
     statements = [];
     const binding = await service.createRoleBinding(
       create(CreateRoleBindingRequestSchema, { parent: org, identityUid: identityUid!, roleUid: "editor" }),
-      callOf("createRoleBinding"),
+      callOf(RoleBindingsService.method.createRoleBinding),
     );
     expect(binding.role?.name).toBe("editor");
+    expect(hydrations()).toBe(1);
+  });
+
+  it("hydrates a root binding once", async () => {
+    const identityUid = randomBytes(8).toString("hex");
+    await handle.db.insert(schema.identities).values({ uid: identityUid, parentUid: null, name: "person", createTime: T0, updateTime: T0 });
+    statements = [];
+    const binding = await rootService.createRootRoleBinding(
+      create(CreateRootRoleBindingRequestSchema, { identityUid, roleUid: "viewer" }),
+      callOf(RootRoleBindingsService.method.createRootRoleBinding),
+    );
+    expect([binding.identity?.uid, binding.group, binding.role?.name]).toEqual([identityUid, undefined, "viewer"]);
     expect(hydrations()).toBe(1);
   });
 });
