@@ -15,17 +15,7 @@ const ROOT = fileURLToPath(new URL("../", import.meta.url));
  * entry when the branch that removes the import is merged; an entry whose import no longer exists
  * fails the test, so none is left behind. Nothing may be added here.
  */
-const KNOWN_UNTIL_MERGED: readonly { from: string; to: string; removedBy: string }[] = [
-  // Helper "rpc": the HTTP plumbing (Route, the http types, readBody's callers) moves to a low module.
-  { from: "src/rest/rest-handler.ts", to: "src/server/http-types.ts", removedBy: "rpc" },
-  { from: "src/auth/login/login-routes.ts", to: "src/server/http-types.ts", removedBy: "rpc" },
-  { from: "src/registry/notifications.ts", to: "src/server/http-types.ts", removedBy: "rpc" },
-  { from: "src/registry/notifications.ts", to: "src/server/plain-routes.ts", removedBy: "rpc" },
-  { from: "src/registry/token-endpoint.ts", to: "src/server/http-types.ts", removedBy: "rpc" },
-  { from: "src/registry/token-endpoint.ts", to: "src/server/plain-routes.ts", removedBy: "rpc" },
-  // Helper "descriptors": INPUT_ONLY moves to the descriptor rules' module.
-  { from: "src/events/recorder.ts", to: "src/services/input-only.ts", removedBy: "descriptors" },
-];
+const KNOWN_UNTIL_MERGED: readonly { from: string; to: string; removedBy: string }[] = [];
 
 type Edge = { from: string; to: string };
 

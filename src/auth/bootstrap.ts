@@ -2,7 +2,7 @@ import { chmod, mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { randomBytes } from "node:crypto";
-import { grantRootRole } from "../authz/grant-role.js";
+import { grantRole, ROOT } from "../bindings/index.js";
 import { schema, type Database } from "../db/index.js";
 import type { MintedToken, TokenService } from "./tokens.js";
 
@@ -35,7 +35,8 @@ export async function ensureBootstrapIdentity(db: Database, clock: () => Date): 
         updateTime: now,
       })
       .onConflictDoNothing();
-    await grantRootRole(tx, uid, "owner", now);
+    // Recorded as no event: no one acted, and nothing is served yet (docs/design.md, "Events").
+    await grantRole(tx, undefined, ROOT, { identityUid: uid, roleUid: "owner", now, actor: "" });
     return uid;
   });
 }

@@ -7,5 +7,4 @@ export {
 } from "./authorizer.js";
 export { Grants, type Grant } from "./grants.js";
 export { GrantsCache, GRANTS_CHANGED_CHANNEL } from "./grants-cache.js";
-export { grantRole, grantRootRole } from "./grant-role.js";
 export { assertWithinCeiling, callerGrants, GRANT_CEILING } from "./grant-ceiling.js";

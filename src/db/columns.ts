@@ -8,6 +8,9 @@ export const textC = customType<{ data: string; driverData: string }>({
   dataType: () => 'text COLLATE "C"',
 });
 
+/** The longest name a resource may have, in characters (checked by src/services/validation.ts). */
+export const MAX_NAME_LENGTH = 200;
+
 /** timestamptz with millisecond precision, as the API renders it. */
 export const timestampMs = (name: string) => timestamp(name, { precision: 3, withTimezone: true, mode: "date" });
 

@@ -26,8 +26,9 @@ export {
   type UidKind,
 } from "./uid.js";
 export { groupContents, type GroupContent } from "./group-contents.js";
-export { countRoleBindings, deleteGroupRoleBindings } from "./role-binding-rules.js";
 export { loadSealedSetting, settingContext } from "./sealed-setting.js";
-export { columnKey } from "./columns.js";
+export { clientSecretContext, openClientSecret, sealClientSecret, sealPlaintextClientSecrets } from "./client-secrets.js";
+export { columnKey, MAX_NAME_LENGTH } from "./columns.js";
 export { inPieces } from "./pieces.js";
 export { DirectoryInUseError, lockDirectory, type DirectoryLock, type LockHolder } from "./directory-lock.js";
+export { findInviteByCode, findRedeemableInvite, inviteCodeHash, markInviteRedeemed } from "./invite-codes.js";

@@ -14,4 +14,3 @@ export { EventRetention, type RetentionOptions } from "./retention.js";
 export { CreatorCheck, creatorRefusal, type CreatorCheckOptions, type GrantsOf } from "./creator-check.js";
 export { CREATOR_DELETED, creatorMayNotList, stopSubscriptions } from "./stop-subscriptions.js";
 // services/iam/binding-events.ts reads event types through here; the rule itself is src/descriptors/.
-export { declaredEventType } from "../descriptors/index.js";

@@ -20,7 +20,7 @@ import { AdminTokenRenewal } from "../auth/admin-token-renewal.js";
 import { devIssuer, loginRoutes } from "../auth/login/index.js";
 import { Authorizer, GRANTS_CHANGED_CHANNEL, Grants, GrantsCache } from "../authz/index.js";
 import { SecretBox, ensurePrivateDir, loadMasterKey } from "../crypto/index.js";
-import { openDatabase, POSTGRES_POOL_SIZE, type DatabaseHandle } from "../db/index.js";
+import { openDatabase, POSTGRES_POOL_SIZE, sealPlaintextClientSecrets, type DatabaseHandle } from "../db/index.js";
 import { Egress } from "../egress/index.js";
 import {
   CreatorCheck,
@@ -35,7 +35,6 @@ import { ListEngine } from "../list/index.js";
 import { createJsonRenderer, createRestHandler } from "../rest/index.js";
 import { API_SERVICES, type ServiceContext } from "../services/index.js";
 import { registerHealth, registerReflection } from "./grpc/index.js";
-import { sealPlaintextClientSecrets } from "../services/iam/identity-provider-secret.js";
 import { developmentWarnings, drainMs, resolveUrls, type Config, type ResolvedUrls } from "./config.js";
 import { AccessLog } from "./access-log.js";
 import { ANONYMOUS_BODY_BYTES, CallPipeline } from "./call-pipeline.js";

@@ -1,10 +1,11 @@
+import { MAX_NAME_LENGTH } from "../db/index.js";
 import { compileClaimPattern } from "./iam/claim-pattern.js";
 import { invalidArgument } from "../errors/index.js";
 
 // Field checks shared by resource mappings; each throws INVALID_ARGUMENT
 // naming the field.
 
-export const MAX_NAME_LENGTH = 200;
+export { MAX_NAME_LENGTH };
 export const MAX_DESCRIPTION_LENGTH = 4096;
 /** Byte caps beside the character caps (docs/security.md, "Input"): what a row costs to store and render. */
 export const MAX_NAME_BYTES = 512;

@@ -6,7 +6,7 @@ import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { IdentityProviderSchema, IdentityProvidersService } from "../../gen/platform/iam/v2beta1/identity_providers_pb.js";
 import { SecretBox } from "../../src/crypto/index.js";
 import { schema } from "../../src/db/index.js";
-import { clientSecretContext } from "../../src/services/iam/identity-provider-secret.js";
+import { clientSecretContext } from "../../src/db/client-secrets.js";
 import { connectClient, grpcStatusDetails, type JsonObject, type RestClient } from "../support/clients.js";
 import { connectFailure } from "../support/connect-failure.js";
 import { grpcSuite } from "../support/grpc-suite.js";

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SigningKeys } from "../../src/auth/index.js";
 import { SecretBox } from "../../src/crypto/index.js";
 import { loadSealedSetting, schema, settingContext } from "../../src/db/index.js";
-import { clientSecretContext, sealPlaintextClientSecrets } from "../../src/services/iam/identity-provider-secret.js";
+import { clientSecretContext, sealPlaintextClientSecrets } from "../../src/db/client-secrets.js";
 import { restClient } from "../support/clients.js";
 import { createFreshDatabase, postgresAdminUrl } from "../support/database.js";
 import { createGroup, ok, uidOf } from "../support/rest-iam.js";

@@ -1,8 +1,8 @@
 import type { Executor } from "../../db/index.js";
-import { findInviteByCode, findRedeemableInvite, markInviteRedeemed } from "../../services/iam/group-invites.js";
+import { findInviteByCode, findRedeemableInvite, markInviteRedeemed } from "../../db/index.js";
 import { LoginError } from "./login-error.js";
 import type { EventRecorder } from "../../events/index.js";
-import { grantRoleRecorded } from "../../services/iam/binding-events.js";
+import { grantRole } from "../../bindings/index.js";
 import { inviteEmailSatisfied } from "./invite-email.js";
 import type { SignInVia } from "./sign-in-via.js";
 import type { SignedInPerson } from "./upstream.js";
@@ -51,6 +51,6 @@ export async function redeemInvite(
     );
   }
   if (!(await markInviteRedeemed(tx, invite.uid, now))) throw await refusal(tx, code, now);
-  const bound = await grantRoleRecorded(tx, events, invite.parentUid, { identityUid, roleUid: invite.roleUid, now, actor: identityUid });
+  const bound = await grantRole(tx, events, invite.parentUid, { identityUid, roleUid: invite.roleUid, now, actor: identityUid });
   return { invite: invite.uid, bound };
 }

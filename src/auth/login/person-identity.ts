@@ -1,9 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { and, asc, eq, isNull, sql } from "drizzle-orm";
 import type { EventRecorder } from "../../events/index.js";
-import { grantRoleRecorded } from "../../services/iam/binding-events.js";
-import { schema, type Executor } from "../../db/index.js";
-import { MAX_NAME_LENGTH } from "../../services/validation.js";
+import { grantRole } from "../../bindings/index.js";
+import { MAX_NAME_LENGTH, schema, type Executor } from "../../db/index.js";
 import type { SignedInPerson } from "./upstream.js";
 
 /**
@@ -61,5 +60,5 @@ export async function bindDefaultRole(
     .where(and(eq(b.parentUid, groupUid), eq(b.identityUid, identityUid)))
     .limit(1);
   if (held) return false;
-  return grantRoleRecorded(tx, events, groupUid, { identityUid, roleUid, now, actor: identityUid });
+  return grantRole(tx, events, groupUid, { identityUid, roleUid, now, actor: identityUid });
 }

@@ -1,6 +1,6 @@
 import { parentOf, type Database } from "../../db/index.js";
 import type { EventRecorder } from "../../events/index.js";
-import { grantRootRoleRecorded } from "../../services/iam/binding-events.js";
+import { grantRole, ROOT } from "../../bindings/index.js";
 import type { MintedToken, TokenService } from "../tokens.js";
 import { redeemInvite } from "./invite-redemption.js";
 import { bindDefaultRole, findOrCreatePersonIdentity } from "./person-identity.js";
@@ -45,7 +45,7 @@ export async function signIn(deps: SignInDeps, person: SignedInPerson, opts: { i
     let bound = false;
     // PLATFORM_ADMINS is the server's configuration, not the person's doing: the server is the actor.
     if (deps.admins.includes(person, opts.via))
-      bound = await grantRootRoleRecorded(tx, deps.events, { identityUid: uid, roleUid: "owner", now, actor: "" });
+      bound = await grantRole(tx, deps.events, ROOT, { identityUid: uid, roleUid: "owner", now, actor: "" });
     if (idp?.defaultRoleUid) bound = (await bindDefaultRole(tx, deps.events, idp.groupUid, uid, idp.defaultRoleUid, now)) || bound;
     const invited = opts.invite ? await redeemInvite(tx, deps.events, opts.invite, person, opts.via, uid, now) : undefined;
     bound ||= invited?.bound ?? false;

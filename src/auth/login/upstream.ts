@@ -4,10 +4,9 @@ import { asc, eq } from "drizzle-orm";
 import { LRUCache } from "lru-cache";
 import * as client from "openid-client";
 import type { SecretBox } from "../../crypto/index.js";
-import { organizationOf, schema, type Database } from "../../db/index.js";
+import { openClientSecret, organizationOf, schema, type Database } from "../../db/index.js";
 import { budgetSpent, type Egress, type EgressBudget, type EgressFetch } from "../../egress/index.js";
 import type { OutboundBudgets } from "../outbound-budgets.js";
-import { openClientSecret } from "../../services/iam/identity-provider-secret.js";
 import { LoginError } from "./login-error.js";
 import type { PendingLogin } from "./login-state.js";
 

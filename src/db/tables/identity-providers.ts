@@ -5,7 +5,7 @@ import { roles } from "./roles.js";
 
 /**
  * Upstream OIDC providers of a group. The client secret is stored sealed
- * under the master key for its row (services/iam/identity-provider-secret.ts)
+ * under the master key for its row (db/client-secrets.ts)
  * and never leaves the service through the API.
  */
 export const identityProviders = pgTable(

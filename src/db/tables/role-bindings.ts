@@ -7,7 +7,9 @@ import { roles } from "./roles.js";
 /**
  * A role granted to an identity at a group (and everything below it).
  * Deleting the identity deletes its bindings in the same statement; a bound
- * role or a group holding bindings cannot be deleted (no cascade).
+ * role cannot be deleted. A group's bindings go with the group: the key to
+ * groups does not cascade, src/bindings/removal.ts deletes them (each
+ * recorded as deleted) in the group's delete.
  */
 export const roleBindings = pgTable(
   "role_bindings",

@@ -1,8 +1,8 @@
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import type { Duration } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { and, eq, gt, inArray, isNull, or, sql } from "drizzle-orm";
+import { inArray } from "drizzle-orm";
 import { GroupInviteSchema, GroupInvitesService, type GroupInvite } from "../../../gen/platform/iam/v2beta1/group_invites_pb.js";
 import { RoleReferenceSchema } from "../../../gen/platform/iam/v2beta1/references_pb.js";
 import { newChildUid, schema, type Executor } from "../../db/index.js";
@@ -13,20 +13,14 @@ import { requireField } from "../resource-store.js";
 import { defineResource, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
 import { checkLength } from "../validation.js";
-import { assertRoleVisible, lockGroup } from "./reference-checks.js";
+import { inviteCodeHash } from "../../db/index.js";
+import { assertRoleVisible, lockGroup } from "../../bindings/index.js";
 
 const MAX_TTL_MS = 30 * 24 * 60 * 60 * 1000;
 const MAX_EMAIL_LENGTH = 254;
 // local@domain, the domain made of dot-separated DNS labels.
 const EMAIL = /^[^\s@]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+$/;
 const CODE_BYTES = 32;
-
-export type GroupInviteRow = typeof schema.groupInvites.$inferSelect;
-
-/** The stored form of an invite code: its SHA-256, hex. */
-function hashCode(code: string): string {
-  return createHash("sha256").update(code, "utf8").digest("hex");
-}
 
 /** A ttl in milliseconds: more than 0, at most 30 days; INVALID_ARGUMENT on `ttl` otherwise. */
 function ttlMillis(ttl: Duration | undefined): number {
@@ -83,48 +77,6 @@ async function withRoles(db: Executor, invites: GroupInvite[]): Promise<GroupInv
   return invites;
 }
 
-/**
- * The invite a code redeems at `now`: not expired and, when single-use, not
- * yet redeemed; undefined otherwise. The caller (login) still checks the
- * invite's `email` restriction and then calls markInviteRedeemed.
- */
-export async function findRedeemableInvite(db: Executor, code: string, now: Date): Promise<GroupInviteRow | undefined> {
-  const t = schema.groupInvites;
-  const [row] = await db
-    .select()
-    .from(t)
-    .where(and(eq(t.codeHash, hashCode(code)), gt(t.expirationTime, now), or(eq(t.singleUse, false), isNull(t.redeemTime))));
-  return row;
-}
-
-/** The invite a code names, whatever its state: login uses it to say why a code is not redeemable. */
-export async function findInviteByCode(db: Executor, code: string): Promise<GroupInviteRow | undefined> {
-  const [row] = await db
-    .select()
-    .from(schema.groupInvites)
-    .where(eq(schema.groupInvites.codeHash, hashCode(code)));
-  return row;
-}
-
-/**
- * Records a redemption of the invite `uid` at `now` (redeem_time keeps the
- * first one). Atomic: false when the invite expired, was deleted, or is
- * single-use and another redemption got there first.
- */
-export async function markInviteRedeemed(db: Executor, uid: string, now: Date): Promise<boolean> {
-  const t = schema.groupInvites;
-  const first = isNull(t.redeemTime);
-  const rows = await db
-    .update(t)
-    .set({
-      redeemTime: sql`coalesce(${t.redeemTime}, ${now.toISOString()}::timestamptz)`,
-      updateTime: sql`case when ${first} then ${now.toISOString()}::timestamptz else ${t.updateTime} end`,
-    })
-    .where(and(eq(t.uid, uid), gt(t.expirationTime, now), or(eq(t.singleUse, false), first)))
-    .returning({ uid: t.uid });
-  return rows.length === 1;
-}
-
 export function groupInvitesService(ctx: ServiceContext): ServiceImpl<typeof GroupInvitesService> {
   return resourceService(GroupInvitesService, groupInviteResource, ctx, (store) => ({
     // The only response that carries the code; the table keeps its hash.
@@ -144,7 +96,7 @@ export function groupInvitesService(ctx: ServiceContext): ServiceImpl<typeof Gro
           {
             uid: newChildUid(group),
             parentUid: group,
-            codeHash: hashCode(code),
+            codeHash: inviteCodeHash(code),
             createTime: now,
             updateTime: now,
             expirationTime: new Date(now.getTime() + ttlMillis(invite.ttl)),

@@ -1,11 +1,11 @@
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { GroupSchema, GroupsService, type Group } from "../../../gen/platform/iam/v2beta1/groups_pb.js";
-import { deleteGroupRoleBindings, groupContents, MAX_GROUP_DEPTH, newChildUid, newRootUid, schema, uidDepth } from "../../db/index.js";
+import { grantRole, removeBindingsWith } from "../../bindings/index.js";
 import { principalKey } from "../../caller/index.js";
+import { groupContents, MAX_GROUP_DEPTH, newChildUid, newRootUid, schema, uidDepth } from "../../db/index.js";
 import { failedPrecondition, invalidArgument, unauthenticated } from "../../errors/index.js";
 import type { ServiceContext } from "../context.js";
-import { grantRoleRecorded, recordBindingsGoing } from "./binding-events.js";
 import { defineResource, groupContentRules, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
 import { checkDescription, checkName } from "../validation.js";
@@ -49,8 +49,7 @@ export const groupResource = defineResource({
     const held = await groupContents(tx, row.uid, groupContentRules());
     if (held.length) throw groupNotEmpty(row.uid, held);
     // The group's access policy goes with it, each binding recorded as deleted.
-    await recordBindingsGoing(tx, deleting.events, deleting.call, { group: row.uid });
-    await deleteGroupRoleBindings(tx, row.uid);
+    await removeBindingsWith(tx, deleting.events, deleting.call, { group: row.uid });
   },
   stillReferenced: (uid) => groupNotEmpty(uid, ["resources created while it was being deleted"]),
 });
@@ -70,7 +69,7 @@ export function groupsService(ctx: ServiceContext): ServiceImpl<typeof GroupsSer
       return ctx.db.transaction(async (tx) => {
         const group = await store.create(input, { uid: newRootUid(), parentUid: null }, context, tx);
         const owner = { identityUid: creator.identityUid, roleUid: "owner", now: ctx.clock(), actor: creator.identityUid };
-        await grantRoleRecorded(tx, ctx.events, group.uid, owner);
+        await grantRole(tx, ctx.events, group.uid, owner);
         return group;
       });
     },

@@ -18,7 +18,7 @@ import type { ExtraFilters } from "../../list/index.js";
 import type { ServiceContext } from "../context.js";
 import { requireField } from "../resource-store.js";
 import { defineResource, resourceService } from "../resource.js";
-import { recordBindingsGoing } from "./binding-events.js";
+import { removeBindingsWith } from "../../bindings/index.js";
 import { toTimestamp } from "../timestamps.js";
 import { checkByteLength, checkDescription, checkLength, checkName, checkPattern } from "../validation.js";
 
@@ -97,7 +97,7 @@ export const identityResource = defineResource({
     // written (docs/design.md, "Webhooks").
     await stopSubscriptions(tx, sql`creator_uid = ${row.uid}`, CREATOR_DELETED, deleting.events.now());
     // Its bindings go with it (the foreign keys cascade): each is recorded as deleted first.
-    await recordBindingsGoing(tx, deleting.events, deleting.call, { identity: row.uid });
+    await removeBindingsWith(tx, deleting.events, deleting.call, { identity: row.uid });
   },
 });
 

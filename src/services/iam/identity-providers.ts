@@ -7,7 +7,7 @@ import {
   type IdentityProvider,
 } from "../../../gen/platform/iam/v2beta1/identity_providers_pb.js";
 import type { SecretBox } from "../../crypto/index.js";
-import { newChildUid, parentOf, schema, type Executor } from "../../db/index.js";
+import { newChildUid, openClientSecret, parentOf, schema, sealClientSecret, type Executor } from "../../db/index.js";
 import { assertWithinCeiling, callerGrants, type Grants } from "../../authz/index.js";
 import { invalidArgument } from "../../errors/index.js";
 import type { ServiceContext } from "../context.js";
@@ -15,8 +15,7 @@ import { requireField } from "../resource-store.js";
 import { defineResource, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
 import { checkDescription, checkLength, checkName } from "../validation.js";
-import { openClientSecret, sealClientSecret } from "./identity-provider-secret.js";
-import { assertRoleVisible, lockGroup } from "./reference-checks.js";
+import { assertRoleVisible, lockGroup } from "../../bindings/index.js";
 
 const MAX_URL_LENGTH = 2048;
 const MAX_CLIENT_FIELD_LENGTH = 1024;

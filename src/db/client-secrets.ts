@@ -1,6 +1,7 @@
 import { and, eq, ne } from "drizzle-orm";
-import { SecretBox } from "../../crypto/index.js";
-import { schema, type Database } from "../../db/index.js";
+import { SecretBox } from "../crypto/index.js";
+import type { Database } from "./client.js";
+import * as schema from "./schema.js";
 
 /** What a provider's client secret is sealed for: its own row, so a value copied to another provider does not open. */
 export const clientSecretContext = (idpUid: string): string => `identity_providers.oidc_client_secret:${idpUid}`;

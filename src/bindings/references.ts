@@ -1,9 +1,10 @@
 import { and, eq } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
-import type { Grants } from "../../authz/index.js";
-import { groupAndAncestors, organizationOf, schema, type Executor } from "../../db/index.js";
-import { failedPrecondition, invalidArgument, notFound } from "../../errors/index.js";
-import { atOrBelow } from "../../list/scope.js";
+import type { Grants } from "../authz/index.js";
+import { groupAndAncestors, organizationOf, schema, type Executor } from "../db/index.js";
+import { failedPrecondition, invalidArgument, notFound } from "../errors/index.js";
+import { atOrBelow } from "../list/scope.js";
+import { placeName, ROOT } from "./place.js";
 
 // What a resource created in a group may reference: identities and custom
 // roles held by the group or a group above it, and the global ones (built-in
@@ -50,17 +51,16 @@ async function assertVisible<T extends HeldTable>(
   const row = await lockRow(db, table, table.uid, uid);
   if (!row) throw invalidArgument(field, `${kind} ${uid} does not exist`);
   if (row.parentUid !== null && !groupAndAncestors(groupUid).includes(row.parentUid)) {
-    const from = groupUid === "" ? "the root" : `group ${groupUid}`;
-    throw invalidArgument(field, `${kind} ${uid} is not visible from ${from}: it belongs to group ${row.parentUid}`);
+    throw invalidArgument(field, `${kind} ${uid} is not visible from ${placeName(groupUid)}: it belongs to group ${row.parentUid}`);
   }
   return row;
 }
 
-/** A built-in role, or a custom role of `groupUid` or a group above it. `groupUid` "" is the root: built-in roles only. */
+/** A built-in role, or a custom role of `groupUid` or a group above it. At ROOT: built-in roles only. */
 export const assertRoleVisible = (db: Executor, groupUid: string, roleUid: string, field: string) =>
   assertVisible(db, "role", schema.roles, groupUid, roleUid, field);
 
-/** An identity held by `groupUid` or a group above it, or a root-level one (people, the bootstrap identity). `groupUid` "" is the root: root-level ones only. */
+/** An identity held by `groupUid` or a group above it, or a root-level one (people, the bootstrap identity). At ROOT: root-level ones only. */
 export const assertIdentityVisible = (db: Executor, groupUid: string, identityUid: string, field: string) =>
   assertVisible(db, "identity", schema.identities, groupUid, identityUid, field);
 
@@ -80,7 +80,7 @@ export const assertIdentityVisible = (db: Executor, groupUid: string, identityUi
  */
 export async function assertIdentityBindable(db: Executor, grants: Grants, groupUid: string, identityUid: string, field: string) {
   const rootLevel = identityUid !== "" && !identityUid.includes("/");
-  if (rootLevel && groupUid !== "" && !grants.holdsAtRoot("identity.list")) {
+  if (rootLevel && groupUid !== ROOT && !grants.holdsAtRoot("identity.list")) {
     const organization = organizationOf(groupUid);
     const b = schema.roleBindings;
     const [member] = await db

@@ -1,10 +1,10 @@
 import { create } from "@bufbuild/protobuf";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import { timestampFromDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import { eq, inArray } from "drizzle-orm";
-import { RoleBindingSchema, type RoleBinding } from "../../../gen/platform/iam/v2beta1/role_bindings_pb.js";
-import { schema, type Executor } from "../../db/index.js";
-import { requireField } from "../resource-store.js";
-import { toTimestamp } from "../timestamps.js";
+import { RoleBindingSchema, type RoleBinding } from "../../gen/platform/iam/v2beta1/role_bindings_pb.js";
+import { schema, type Executor } from "../db/index.js";
+import { invalidArgument, notFound } from "../errors/index.js";
+import { ROOT } from "./place.js";
 
 const b = schema.roleBindings;
 const i = schema.identities;
@@ -23,7 +23,9 @@ const roleColumns = { uid: r.uid, name: r.name, description: r.description };
 export const storedBindingMapping = {
   schema: RoleBindingSchema,
   toMessage: (row: { uid: string; roleUid: string }): RoleBinding => create(RoleBindingSchema, { uid: row.uid, roleUid: row.roleUid }),
-  validate: (b: RoleBinding): void => void requireField(b.roleUid ?? "", "role_uid"),
+  validate: (b: RoleBinding): void => {
+    if (!b.roleUid) throw invalidArgument("role_uid", "is required");
+  },
   toColumns: (b: RoleBinding) => ({ roleUid: b.roleUid ?? "" }),
 };
 
@@ -36,7 +38,7 @@ function inOrder<R extends { uid: string; createTime: Date }>(
   const byUid = new Map(rows.map((row) => [row.uid, row]));
   return uids.flatMap((uid) => {
     const row = byUid.get(uid);
-    return row ? [toMessage(row, toTimestamp(row.createTime))] : [];
+    return row ? [toMessage(row, timestampFromDate(row.createTime))] : [];
   });
 }
 
@@ -83,4 +85,23 @@ export async function hydrateRootRoleBindings(db: Executor, uids: readonly strin
     .innerJoin(r, eq(root.roleUid, r.uid))
     .where(inArray(root.uid, [...uids]));
   return inOrder(uids, rows, (row, createTime) => create(RoleBindingSchema, { ...row, createTime }));
+}
+
+/** The bindings `uids` at `at` (a group, or ROOT), hydrated in one query. */
+export function hydrateBindings(db: Executor, at: string, uids: readonly string[]): Promise<RoleBinding[]> {
+  return at === ROOT ? hydrateRootRoleBindings(db, uids) : hydrateRoleBindings(db, uids);
+}
+
+/** One binding, hydrated in one query (the row with its identity, group and role); NOT_FOUND when it does not exist. */
+export async function hydratedBinding(db: Executor, uid: string): Promise<RoleBinding> {
+  const [binding] = await hydrateRoleBindings(db, [uid]);
+  if (!binding) throw notFound("role binding", uid);
+  return binding;
+}
+
+/** The same for a root binding. */
+export async function hydratedRootBinding(db: Executor, uid: string): Promise<RoleBinding> {
+  const [binding] = await hydrateRootRoleBindings(db, [uid]);
+  if (!binding) throw notFound("root role binding", uid);
+  return binding;
 }

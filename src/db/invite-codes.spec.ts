@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
 import { eq } from "drizzle-orm";
 import { beforeAll, describe, expect, it } from "vitest";
-import { migratedStorePerFile } from "../../../test/support/fresh-store.js";
-import { newChildUid, newRootUid, schema, type DatabaseHandle } from "../../db/index.js";
-import { findRedeemableInvite, markInviteRedeemed } from "./group-invites.js";
+import { migratedStorePerFile } from "../../test/support/fresh-store.js";
+import { newChildUid, newRootUid, schema, type DatabaseHandle } from "./index.js";
+import { findRedeemableInvite, markInviteRedeemed } from "./invite-codes.js";
 
 // The redemption store the login flow uses, against a real database
 // (a copy of the migrated PGlite, or a fresh PostgreSQL database when DATABASE_URL is set).
