@@ -75,5 +75,5 @@ describe("migration 0010_subscription_creators", () => {
     } finally {
       await client.close();
     }
-  });
+  }, 90_000); // a new PGlite, migrated twice: seconds of CPU, far more on a loaded machine
 });

@@ -83,5 +83,5 @@ describe("built-in roles at server start", () => {
 
     // Only the warning repeats: the kept row is still bound, and nothing else differs.
     expect(await run()).toEqual([{ level: 40, msg: MESSAGES[1], written: undefined, removed: undefined, kept: ["legacy"] }]);
-  });
+  }, 90_000); // three server starts on one store
 });
