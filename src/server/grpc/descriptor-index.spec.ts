@@ -52,6 +52,7 @@ describe("DescriptorIndex", () => {
       "google/protobuf/timestamp.proto",
       "platform/common/v1/authorization.proto",
       "platform/common/v1/events.proto",
+      "platform/common/v1/uid_kind.proto",
       "platform/common/v1/uidp.proto",
       "google/api/http.proto",
       "google/protobuf/descriptor.proto",

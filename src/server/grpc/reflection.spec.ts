@@ -20,6 +20,8 @@ const HTTP_RULE_EXTENSION = 72295728; // google.api.http on google.protobuf.Meth
 const AUTHORIZATION_EXTENSION = 51001; // platform.common.v1.authorization on google.protobuf.MethodOptions
 const EVENT_TYPE_EXTENSION = 51002; // platform.common.v1.event_type on google.protobuf.MethodOptions
 const FIELD_BEHAVIOR_EXTENSION = 1052; // google.api.field_behavior on google.protobuf.FieldOptions
+/** platform.common.v1.uid_kind (proto/platform/common/v1/uid_kind.proto). */
+const UID_KIND_EXTENSION = 51003;
 
 let server: RunningServer;
 const shutdown = new AbortController();
@@ -182,7 +184,7 @@ describe.each<ReflectionVersion>(["v1", "v1alpha"])("grpc.reflection.%s over grp
       base_type_name: "google.protobuf.MethodOptions",
       extension_number: [AUTHORIZATION_EXTENSION, EVENT_TYPE_EXTENSION, HTTP_RULE_EXTENSION],
     });
-    expect(fieldNumbers?.all_extension_numbers_response?.extension_number).toEqual([FIELD_BEHAVIOR_EXTENSION]);
+    expect(fieldNumbers?.all_extension_numbers_response?.extension_number).toEqual([FIELD_BEHAVIOR_EXTENSION, UID_KIND_EXTENSION]);
     expect(noExtensions?.all_extension_numbers_response?.extension_number).toEqual([]);
     expect(unknownType?.error_response?.error_code).toBe(5);
     expect(unknownExtension?.error_response?.error_code).toBe(5);
