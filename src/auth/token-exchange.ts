@@ -116,7 +116,7 @@ export async function exchangeToken(deps: TokenExchangeDeps, req: ExchangeReques
  * The exchange without the token: every check, limit and audit event of
  * exchangeToken, and the uid of the identity the OIDC token was accepted for.
  * The registry's token endpoint takes OIDC tokens as passwords through it
- * (docs/design.md, "The registry") and signs its own token.
+ * (docs/design.md, "The image registry") and signs its own token.
  */
 export async function exchangeIdentity(deps: TokenExchangeDeps, req: ExchangeRequest): Promise<string> {
   await deps.limits.fromAddress(req.clientAddress);

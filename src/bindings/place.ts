@@ -1,6 +1,6 @@
 /**
  * Where a binding is: a group's uid, or ROOT for the bindings above every organization (README:
- * "Platform administrators"). The root is written "" where a group path is expected (visibility,
+ * "Platform administrators (root role bindings)"). The root is written "" where a group path is expected (visibility,
  * grant ceiling): nothing is above it, so only root-level identities and built-in roles are
  * visible there, and only root bindings hold capabilities there.
  */

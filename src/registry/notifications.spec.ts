@@ -24,7 +24,7 @@ import {
 } from "./notifications.js";
 import { registryPathOf } from "./paths.js";
 
-// The registry's notifications endpoint (docs/design.md, "The registry") against a real database
+// The registry's notifications endpoint (docs/design.md, "The image registry") against a real database
 // (PGlite, or PostgreSQL when DATABASE_URL is set), over HTTP as distribution sends them.
 
 let handle: DatabaseHandle;

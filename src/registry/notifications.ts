@@ -20,7 +20,7 @@ import { repoResource } from "../services/registry/repos.js";
 import { tagResource } from "../services/registry/tags.js";
 import { parseRegistryPath } from "./paths.js";
 
-// The registry's notifications feed the catalog (docs/design.md, "The registry"): distribution
+// The registry's notifications feed the catalog (docs/design.md, "The image registry"): distribution
 // POSTs envelopes of events; manifest pushes and deletes become repos and tags through the same
 // store as the API, with the same events, made by the identity the registry token named.
 

@@ -1,7 +1,7 @@
 import { UID_SHAPES } from "../db/index.js";
 import { MAX_REPO_NAME_LENGTH } from "../services/registry/oci-names.js";
 
-// How a path in the registry names a repo of the catalog (docs/design.md, "The registry").
+// How a path in the registry names a repo of the catalog (docs/design.md, "The image registry").
 // `<group>/<repo name>`: the first path component is the uid of the group holding the repo with
 // each `/` written as `-` (hex and dashes: a valid OCI path component, unique, and never
 // changed by a rename because uids never change); everything after it is the repo's name,

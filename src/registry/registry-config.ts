@@ -1,7 +1,7 @@
 import { chmod, mkdir, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 
-/** What the registry's configuration names (docs/design.md, "The registry"). */
+/** What the registry's configuration names (docs/design.md, "The image registry"). */
 export interface RegistryConfigInput {
   /** Where the files go: `<dir>/config.yml`, `<dir>/rootcerts.pem`. */
   dir: string;

@@ -21,7 +21,7 @@ export interface RegistryFilesOptions {
 
 /**
  * The registry's configuration and certificate bundle in the data directory (docs/design.md,
- * "The registry"): written at start, and again whenever the keys rotated, so that a registry
+ * "The image registry"): written at start, and again whenever the keys rotated, so that a registry
  * (re)started at any time reads a bundle that holds the next key before it signs.
  */
 export class RegistryFiles {

@@ -20,7 +20,7 @@ import {
   type RegistrySigningKey,
 } from "./registry-keys.js";
 
-// The registry's signing keys and their certificate bundle (docs/design.md, "The registry").
+// The registry's signing keys and their certificate bundle (docs/design.md, "The image registry").
 
 const run = promisify(execFile);
 let handle: DatabaseHandle;

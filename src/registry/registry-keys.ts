@@ -8,7 +8,7 @@ import { calculateJwkThumbprint, exportJWK, importJWK, type CryptoKey, type JWK 
 import { SecretBox } from "../crypto/index.js";
 import { schema, settingContext, type Database } from "../db/index.js";
 
-// The key that signs registry tokens (docs/design.md, "The registry"). The registry reads its
+// The key that signs registry tokens (docs/design.md, "The image registry"). The registry reads its
 // certificate bundle only when it starts, so a key is written into the bundle as `next` one whole
 // rotation period before it signs anything; the bundle of any moment holds the certificates of
 // every key that will sign until the next rotation. The set is one sealed setting, changed by
@@ -232,7 +232,7 @@ export class RegistryKeys implements RegistrySigner {
     const next = certificateOf(result.next);
     // The next key signs for a whole period, so its certificate must last that long. It does
     // unless no replica asked for a key for about a period after the rotation was due: then
-    // the set starts over, and the registry needs the new bundle (docs/design.md, "The registry").
+    // the set starts over, and the registry needs the new bundle (docs/design.md, "The image registry").
     const lasts =
       next.notBefore.getTime() <= now && next.notAfter.getTime() >= now + this.rotateAfterMs + this.tokenTtlMs + REGISTRY_CLOCK_SKEW_MS;
     if (!lasts) return { previous, ...(await this.startSet(now)) };

@@ -13,7 +13,7 @@ import type { NodeRequest as Req, NodeResponse as Res, Route } from "../http/typ
 import { parseRegistryPath } from "./paths.js";
 import type { RegistrySigner } from "./registry-keys.js";
 
-// The registry's token endpoint (docs/design.md, "The registry"): the distribution
+// The registry's token endpoint (docs/design.md, "The image registry"): the distribution
 // token-authentication protocol (GET with Basic credentials, and the OAuth2 password /
 // refresh_token POST form), answering a short-lived registry token whose `access` claim is the
 // intersection of the scopes asked for and what the caller holds.
@@ -249,7 +249,7 @@ function parseScopes(raw: string[]): AskedScope[] {
 }
 
 /**
- * What `grants` allow of `asked` (docs/design.md, "The registry"): never more than was asked,
+ * What `grants` allow of `asked` (docs/design.md, "The image registry"): never more than was asked,
  * and no error for less. At a repo the check runs at its uid, or at its group's where it does
  * not exist yet (then push also needs repo.create there, since the push makes it).
  */

@@ -9,7 +9,7 @@ import { buildInfo } from "./build-info.js";
 import type { NodeRequest as Req, NodeResponse as Res, Route } from "../http/types.js";
 
 // `GET /openapi.json` and the Swagger UI page at `/docs` (README, "OpenAPI
-// and docs"). The document is built at the first start in a process; Swagger UI's files
+// and the docs page"). The document is built at the first start in a process; Swagger UI's files
 // come from the swagger-ui-dist package, a fixed list of them, read on first
 // use and kept.
 

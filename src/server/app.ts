@@ -337,7 +337,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     onRejected: (reason) => log.info({ reason }, "token exchange rejected"),
     events: ctx.events,
   };
-  // The image registry's token endpoint and notifications (docs/design.md, "The registry").
+  // The image registry's token endpoint and notifications (docs/design.md, "The image registry").
   const registryRoutes = new Map([
     [
       REGISTRY_TOKEN_PATH,
@@ -377,7 +377,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     errorDomain: `iam.${urls.serviceDomain}`,
     metrics,
     onInternalError: (cause) => log.error({ err: cause }, "internal error in an HTTP route"),
-    // Built here, once, from the same descriptors as the REST routes (README, "OpenAPI and docs").
+    // Built here, once, from the same descriptors as the REST routes (README, "OpenAPI and the docs page").
     docRoutes: apiDocRoutes({ services: descriptors }),
     authRoutes: new Map([
       ...loginRoutes({
@@ -450,7 +450,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       { path: adminTokenPath, identity: boot.identityUid },
       "admin token written (valid one hour, renewed every half hour while running)",
     );
-    // The file stays valid while the server runs (README: "Admin token").
+    // The file stays valid while the server runs (README: "Quick start").
     adminTokenRenewal = new AdminTokenRenewal(
       {
         dataDir: config.dataDir,

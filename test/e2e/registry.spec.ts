@@ -13,7 +13,7 @@ import { freePort, skopeo, startRegistry, type RunningRegistry, type SkopeoResul
 import { registryTools, type RegistryTools } from "../support/registry-tools.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
-// The real thing (docs/design.md, "The registry"): Debian's docker-registry, unmodified, run with
+// The real thing (docs/design.md, "The image registry"): Debian's docker-registry, unmodified, run with
 // the configuration this server writes, and skopeo pushing and pulling through it. Each test
 // goes on from the state the one before it left, as a user's session would.
 

@@ -16,7 +16,7 @@ export const tags = pgTable(
     createTime: timestampMs("create_time").notNull(),
     updateTime: timestampMs("update_time").notNull(),
     /**
-     * The registry event time that last set `digest` (docs/design.md, "The registry"): a
+     * The registry event time that last set `digest` (docs/design.md, "The image registry"): a
      * notification older than it changes nothing. API writes leave it as it is; null for
      * tags the registry never wrote.
      */
