@@ -331,6 +331,111 @@ async function start(config: Config, opts: AppOptions, subsystems: Subsystems): 
   // Early: a run under way stops after its current batch.
   subsystems.add("event retention", retention, (r) => r.stop(), { early: true });
 
+  // Built from the subsystems above, with nothing of its own to close.
+  const handler = requestHandler({
+    config,
+    urls,
+    log,
+    clock,
+    metrics,
+    database,
+    secrets,
+    tokens,
+    keys,
+    registryKeys,
+    grantsCache,
+    authorizer,
+    ctx,
+    egress,
+    descriptors,
+    jsonRenderer,
+    ready,
+    shutdown: shutdown.signal,
+    registryNotificationSecret: await loadRegistryNotificationSecret(database.db, secrets),
+  });
+
+  let adminToken: MintedToken | undefined;
+  let adminTokenPath: string | undefined;
+  if (config.bootstrap) {
+    const issuedAt = clock();
+    const boot = await bootstrapAdminToken(database.db, tokens, urls.baseUrl, clock);
+    adminToken = boot.token;
+    adminTokenPath = await writeAdminToken(config.dataDir, boot.token);
+    log.info(
+      { path: adminTokenPath, identity: boot.identityUid },
+      "admin token written (valid one hour, renewed every half hour while running)",
+    );
+    // The file stays valid while the server runs (README: "Admin token").
+    const adminTokenRenewal = new AdminTokenRenewal(
+      {
+        dataDir: config.dataDir,
+        tokens,
+        identityUid: boot.identityUid,
+        audience: urls.baseUrl,
+        clock,
+        checkEveryMs: opts.adminTokenCheckMs ?? 60_000,
+        onRenewed: (token) => log.info({ path: adminTokenPath, expiry: token.expiry }, "admin token renewed"),
+        onError: (e) => log.error({ err: e }, "admin token renewal failed; retrying at the next check"),
+      },
+      boot.token,
+      issuedAt,
+    );
+    adminTokenRenewal.start();
+    // Early: the file is not renewed while requests drain.
+    subsystems.add("admin token renewal", adminTokenRenewal, (r) => r.stop(), { early: true });
+  }
+
+  listener.serve(handler);
+  // Added last, so drained first: requests finish (for graceMs) before anything they use closes.
+  subsystems.add("serving", listener, drain);
+  log.info({ url: urls.baseUrl, port: listener.port, database: database.kind }, "serving gRPC, gRPC-Web, Connect and REST");
+
+  return {
+    port: listener.port,
+    urls,
+    database,
+    tokens,
+    secrets,
+    adminToken,
+    adminTokenPath,
+    registry: { files: registryFiles.files, keys: registryKeys },
+    eventHub,
+    dispatcher,
+    async close() {
+      await subsystems.close();
+      return drain();
+    },
+  };
+}
+
+/** What the request handler is built from: the subsystems startApp started before it. */
+interface HandlerDeps {
+  config: Config;
+  urls: ResolvedUrls;
+  log: Logger;
+  clock: () => Date;
+  metrics: Metrics;
+  database: DatabaseHandle;
+  secrets: SecretBox;
+  tokens: TokenService;
+  keys: SigningKeys;
+  registryKeys: RegistryKeys;
+  grantsCache: GrantsCache;
+  authorizer: Authorizer;
+  ctx: ServiceContext;
+  egress: Egress;
+  descriptors: (typeof API_SERVICES)[number]["service"][];
+  jsonRenderer: ReturnType<typeof createJsonRenderer>;
+  ready: () => Promise<boolean>;
+  /** Aborted as the shutdown begins. */
+  shutdown: AbortSignal;
+  registryNotificationSecret: Awaited<ReturnType<typeof loadRegistryNotificationSecret>>;
+}
+
+/** The one handler the listener serves: every protocol, the plain routes, CORS, the access log. */
+function requestHandler(deps: HandlerDeps): RequestHandler {
+  const { config, urls, log, clock, metrics, database, secrets, tokens, keys, registryKeys, grantsCache, authorizer, ctx, egress } = deps;
+  const { descriptors, jsonRenderer, ready, shutdown, registryNotificationSecret } = deps;
   const accessLog = new AccessLog(log, (record, status, seconds) => metrics.request(record, status, seconds));
   // Built once: the Connect router registers them, REST calls them directly.
   const implementations = API_SERVICES.map((s) => s.implement(ctx));
@@ -343,7 +448,7 @@ async function start(config: Config, opts: AppOptions, subsystems: Subsystems): 
       router,
       { status: async () => ((await ready()) ? "SERVING" : "NOT_SERVING") },
       descriptors.map((s) => s.typeName),
-      shutdown.signal,
+      shutdown,
       undefined,
       publicOptions,
     );
@@ -411,7 +516,7 @@ async function start(config: Config, opts: AppOptions, subsystems: Subsystems): 
         clock,
         events: ctx.events,
         grantsOf: (uid) => grantsCache.get(uid),
-        secret: await loadRegistryNotificationSecret(database.db, secrets),
+        secret: registryNotificationSecret,
         log: (message, fields) => log.warn(fields, message),
       }),
     ],
@@ -466,7 +571,7 @@ async function start(config: Config, opts: AppOptions, subsystems: Subsystems): 
     services: descriptors,
     authPrefix: new URL(urls.authUrl).pathname.replace(/\/+$/, ""),
   });
-  const handler: RequestHandler = (req, res) => {
+  return (req, res) => {
     accessLog.begin(req, res);
     try {
       // After begin(), so a preflight gets a request id and its log line like any request.
@@ -483,58 +588,5 @@ async function start(config: Config, opts: AppOptions, subsystems: Subsystems): 
         res.end();
       }
     }
-  };
-
-  let adminToken: MintedToken | undefined;
-  let adminTokenPath: string | undefined;
-  if (config.bootstrap) {
-    const issuedAt = clock();
-    const boot = await bootstrapAdminToken(database.db, tokens, urls.baseUrl, clock);
-    adminToken = boot.token;
-    adminTokenPath = await writeAdminToken(config.dataDir, boot.token);
-    log.info(
-      { path: adminTokenPath, identity: boot.identityUid },
-      "admin token written (valid one hour, renewed every half hour while running)",
-    );
-    // The file stays valid while the server runs (README: "Admin token").
-    const adminTokenRenewal = new AdminTokenRenewal(
-      {
-        dataDir: config.dataDir,
-        tokens,
-        identityUid: boot.identityUid,
-        audience: urls.baseUrl,
-        clock,
-        checkEveryMs: opts.adminTokenCheckMs ?? 60_000,
-        onRenewed: (token) => log.info({ path: adminTokenPath, expiry: token.expiry }, "admin token renewed"),
-        onError: (e) => log.error({ err: e }, "admin token renewal failed; retrying at the next check"),
-      },
-      boot.token,
-      issuedAt,
-    );
-    adminTokenRenewal.start();
-    // Early: the file is not renewed while requests drain.
-    subsystems.add("admin token renewal", adminTokenRenewal, (r) => r.stop(), { early: true });
-  }
-
-  listener.serve(handler);
-  // Added last, so drained first: requests finish (for graceMs) before anything they use closes.
-  subsystems.add("serving", listener, drain);
-  log.info({ url: urls.baseUrl, port: listener.port, database: database.kind }, "serving gRPC, gRPC-Web, Connect and REST");
-
-  return {
-    port: listener.port,
-    urls,
-    database,
-    tokens,
-    secrets,
-    adminToken,
-    adminTokenPath,
-    registry: { files: registryFiles.files, keys: registryKeys },
-    eventHub,
-    dispatcher,
-    async close() {
-      await subsystems.close();
-      return drain();
-    },
   };
 }
