@@ -92,7 +92,8 @@ export interface App {
   dispatcher: WebhookDispatcher;
   /**
    * Drains in-flight requests (for the shutdown timeout less a closing reserve: drainMs), then
-   * closes the port and the database. Resolves to whether every request finished in that time.
+   * closes the port and the database. Resolves to whether every request finished in that time;
+   * rejects with the first close that failed, once every subsystem has been closed.
    */
   close(): Promise<boolean>;
 }
