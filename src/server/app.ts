@@ -44,6 +44,7 @@ import { rpcHandler } from "./rpc/index.js";
 import { plainRoutes } from "./plain-routes.js";
 import { apiDocRoutes } from "./api-docs.js";
 import { corsHandler } from "./cors.js";
+import { Subsystems } from "./subsystems.js";
 import {
   loadRegistryNotificationSecret,
   RegistryFiles,
@@ -91,13 +92,29 @@ export interface App {
   dispatcher: WebhookDispatcher;
   /**
    * Drains in-flight requests (for the shutdown timeout less a closing reserve: drainMs), then
-   * closes the port and the database. Resolves to whether every request finished in that time.
+   * closes the port and the database. Resolves to whether every request finished in that time;
+   * rejects with the first close that failed, once every subsystem has been closed.
    */
   close(): Promise<boolean>;
 }
 
-/** The composition root: config → database → services → one listener. */
+/**
+ * The composition root: config → database → services → one listener. It reads as the list of the
+ * subsystems it starts, each added to `subsystems` with its close right after it starts: close()
+ * (and a start that fails part-way) closes them in reverse, and each states where it must close.
+ */
 export async function startApp(config: Config, opts: AppOptions): Promise<App> {
+  const subsystems = new Subsystems((name, e) => opts.logger.error({ err: e, subsystem: name }, `closing the ${name} failed`));
+  try {
+    return await start(config, opts, subsystems);
+  } catch (e) {
+    // What had started is closed (each failure logged): the store and its directory's lock, the port, the loops.
+    await subsystems.close().catch(() => {});
+    throw e;
+  }
+}
+
+async function start(config: Config, opts: AppOptions, subsystems: Subsystems): Promise<App> {
   const clock = opts.clock ?? (() => new Date());
   const log = opts.logger;
   // Every development-only setting in force, one warning each, at every start.
@@ -113,12 +130,17 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   if (master.file?.created)
     log.info({ path: master.file.path }, "master key created: back it up, the database's secrets cannot be read without it");
   const metrics = new Metrics();
-  const database = await openDatabase({
-    databaseUrl: config.databaseUrl,
-    pgliteDir: join(config.dataDir, "pglite"),
-    pglite: opts.pglite,
-    observeQuery: metrics.queryObserver(),
-  });
+  // Added first, so closed last: everything else may query it until it closes.
+  const database = subsystems.add(
+    "database",
+    await openDatabase({
+      databaseUrl: config.databaseUrl,
+      pgliteDir: join(config.dataDir, "pglite"),
+      pglite: opts.pglite,
+      observeQuery: metrics.queryObserver(),
+    }),
+    (d) => d.close(),
+  );
   metrics.databasePool(database.kind === "postgres" ? POSTGRES_POOL_SIZE : 1);
   metrics.logLinesDropped(opts.logLinesDropped ?? (() => 0));
   // Opening the database wrote the built-in roles from the catalogue (docs/design.md, "Built-in roles").
@@ -132,6 +154,13 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     );
   const tls = config.tls ? { cert: await readFile(config.tls.certFile), key: await readFile(config.tls.keyFile) } : undefined;
   const listener = await bind({ host: config.host, port: config.port, tls, timeouts: config.timeouts });
+  // Requests get the shutdown timeout less a closing reserve (drainMs), and webhook deliveries the same.
+  const graceMs = drainMs(config.shutdownTimeoutMs);
+  let drained: Promise<boolean> | undefined;
+  const drain = () => (drained ??= listener.close(graceMs));
+  // Bound now (the URLs need its port) but served last: drained by "serving" below; this closes
+  // the port of a start that fails before it serves.
+  subsystems.add("listener", listener, drain);
   const urls = resolveUrls(config, listener.port);
   database.describeHolder({ port: listener.port });
 
@@ -177,6 +206,8 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     .write()
     .catch((e: unknown) => log.warn({ err: e, dir: config.registry.configDir }, "could not write the registry's configuration"));
   registryFiles.start();
+  // Early: no rewrite starts once the shutdown has begun.
+  subsystems.add("registry files", registryFiles, (f) => f.stop(), { early: true });
   const descriptors = API_SERVICES.map((s) => s.service);
   // One JSON shape for a message, whichever JSON protocol carries it (REST, Connect) and in events' data.
   const jsonRenderer = createJsonRenderer(descriptors);
@@ -189,8 +220,16 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     maxBytes: 64 * 1024,
     maxInFlight: WEBHOOKS_IN_FLIGHT,
   });
+  // The one egress guard: every outbound request (issuers, JWKS, upstream IdPs) goes through it, each
+  // on its budget (docs/security.md, "Outbound budgets"); its own cap is all budgets full at once.
+  const egress = new Egress({ allowInsecure: config.allowInsecureIssuers, maxInFlight: OutboundBudgets.totalInFlight(config.outbound) });
+  // Added before the dispatcher and before serving: their kept connections (to receivers, issuers)
+  // close once nothing can send any more.
+  subsystems.add("egress guards", [webhookEgress, egress], (guards) => Promise.all(guards.map((g) => g.close())));
   const eventHub = new EventHub({ db: database.db, onError: (e) => log.error({ err: e }, "reading new events failed; retrying") });
   eventHub.start();
+  // Early: watch streams end as the shutdown begins, so that draining does not wait for them.
+  subsystems.add("event hub", eventHub, (h) => h.close(), { early: true });
   metrics.eventStreams(() => eventHub.size);
   const grantsCache = new GrantsCache(Grants.loader(database.db), clock, (hit) => metrics.grantsLookup(hit));
   const authorizer = new Authorizer({
@@ -203,29 +242,33 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     founderIssuers: [...(config.oidc ? [config.oidc.issuer] : []), ...(config.devLogin ? [devIssuer(urls.authUrl)] : [])],
     clock,
   });
+  const events = new EventRecorder({
+    source: urls.baseUrl,
+    clock,
+    render: (schema, message) => jsonRenderer.render(schema, message),
+    retryForMs: config.events.retryForMs,
+    announce: async (deliveries) => {
+      await database.db.execute(sql`select pg_notify(${EVENTS_CHANNEL}, '')`);
+      if (deliveries) await database.db.execute(sql`select pg_notify(${DELIVERIES_CHANNEL}, '')`);
+    },
+    onError: (e) => log.warn({ err: e }, "announcing events failed; replicas find them at their next poll"),
+  });
+  // Closed once requests have drained (they announce through it), before the database.
+  subsystems.add("event recorder", events, (r) => r.close());
   const ctx: ServiceContext = {
     db: database.db,
     list: await ListEngine.create(database.db, secrets, clock),
     clock,
     secrets,
-    events: new EventRecorder({
-      source: urls.baseUrl,
-      clock,
-      render: (schema, message) => jsonRenderer.render(schema, message),
-      retryForMs: config.events.retryForMs,
-      announce: async (deliveries) => {
-        await database.db.execute(sql`select pg_notify(${EVENTS_CHANNEL}, '')`);
-        if (deliveries) await database.db.execute(sql`select pg_notify(${DELIVERIES_CHANNEL}, '')`);
-      },
-      onError: (e) => log.warn({ err: e }, "announcing events failed; replicas find them at their next poll"),
-    }),
+    events,
     eventHub,
     egress: webhookEgress,
     access: authorizer,
     eventStreams: config.events.streams,
   };
 
-  const shutdown = new AbortController();
+  // Early: health checks answer NOT_SERVING and health watches end as the shutdown begins.
+  const shutdown = subsystems.add("shutdown signal", new AbortController(), (c) => c.abort(), { early: true });
   const ready = async () => {
     if (shutdown.signal.aborted) return false;
     try {
@@ -248,9 +291,10 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     grantsCache.invalidate();
     creatorCheck.changed();
   };
-  const unlistenGrants = await database.listen(GRANTS_CHANGED_CHANNEL, grantsChanged, grantsChanged);
+  subsystems.add("grants LISTEN", await database.listen(GRANTS_CHANGED_CHANNEL, grantsChanged, grantsChanged), (unlisten) => unlisten());
   // What changed while no replica was listening.
   creatorCheck.changed();
+  subsystems.add("creator check", creatorCheck, (c) => c.close());
 
   const dispatcher = new WebhookDispatcher({
     db: database.db,
@@ -270,9 +314,14 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
   // it was down, and ends the pause their failed looks set while the database was away.
   const lookForEvents = () => eventHub.wake();
   const lookForDeliveries = () => dispatcher.notify();
-  const unlistenEvents = await database.listen(EVENTS_CHANNEL, lookForEvents, () => eventHub.resume());
-  const unlistenDeliveries = await database.listen(DELIVERIES_CHANNEL, lookForDeliveries, () => dispatcher.resume());
+  subsystems.add("events LISTEN", await database.listen(EVENTS_CHANNEL, lookForEvents, () => eventHub.resume()), (unlisten) => unlisten());
+  subsystems.add("deliveries LISTEN", await database.listen(DELIVERIES_CHANNEL, lookForDeliveries, () => dispatcher.resume()), (unlisten) =>
+    unlisten(),
+  );
   dispatcher.start();
+  // Early: it claims nothing more as the shutdown begins, and the deliveries in flight get the
+  // same grace as requests, beside them; one unfinished then is released for the next replica to send.
+  subsystems.add("webhook dispatcher", dispatcher, (d) => d.stop(graceMs), { early: true });
   const retention = new EventRetention({
     db: database.db,
     clock,
@@ -280,7 +329,114 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     onError: (e) => log.error({ err: e }, "event pruning failed"),
   });
   retention.start();
+  // Early: a run under way stops after its current batch.
+  subsystems.add("event retention", retention, (r) => r.stop(), { early: true });
 
+  // Built from the subsystems above, with nothing of its own to close.
+  const handler = requestHandler({
+    config,
+    urls,
+    log,
+    clock,
+    metrics,
+    database,
+    secrets,
+    tokens,
+    keys,
+    registryKeys,
+    grantsCache,
+    authorizer,
+    ctx,
+    egress,
+    descriptors,
+    jsonRenderer,
+    ready,
+    shutdown: shutdown.signal,
+    registryNotificationSecret: await loadRegistryNotificationSecret(database.db, secrets),
+  });
+
+  let adminToken: MintedToken | undefined;
+  let adminTokenPath: string | undefined;
+  if (config.bootstrap) {
+    const issuedAt = clock();
+    const boot = await bootstrapAdminToken(database.db, tokens, urls.baseUrl, clock);
+    adminToken = boot.token;
+    adminTokenPath = await writeAdminToken(config.dataDir, boot.token);
+    log.info(
+      { path: adminTokenPath, identity: boot.identityUid },
+      "admin token written (valid one hour, renewed every half hour while running)",
+    );
+    // The file stays valid while the server runs (README: "Quick start").
+    const adminTokenRenewal = new AdminTokenRenewal(
+      {
+        dataDir: config.dataDir,
+        tokens,
+        identityUid: boot.identityUid,
+        audience: urls.baseUrl,
+        clock,
+        checkEveryMs: opts.adminTokenCheckMs ?? 60_000,
+        onRenewed: (token) => log.info({ path: adminTokenPath, expiry: token.expiry }, "admin token renewed"),
+        onError: (e) => log.error({ err: e }, "admin token renewal failed; retrying at the next check"),
+      },
+      boot.token,
+      issuedAt,
+    );
+    adminTokenRenewal.start();
+    // Early: the file is not renewed while requests drain.
+    subsystems.add("admin token renewal", adminTokenRenewal, (r) => r.stop(), { early: true });
+  }
+
+  listener.serve(handler);
+  // Added last, so drained first: requests finish (for graceMs) before anything they use closes.
+  subsystems.add("serving", listener, drain);
+  log.info({ url: urls.baseUrl, port: listener.port, database: database.kind }, "serving gRPC, gRPC-Web, Connect and REST");
+
+  return {
+    port: listener.port,
+    urls,
+    database,
+    tokens,
+    secrets,
+    adminToken,
+    adminTokenPath,
+    registry: { files: registryFiles.files, keys: registryKeys },
+    eventHub,
+    dispatcher,
+    async close() {
+      await subsystems.close();
+      return drain();
+    },
+  };
+}
+
+/** What the request handler is built from: the subsystems startApp started before it. */
+interface HandlerDeps {
+  config: Config;
+  urls: ResolvedUrls;
+  log: Logger;
+  clock: () => Date;
+  metrics: Metrics;
+  database: DatabaseHandle;
+  secrets: SecretBox;
+  tokens: TokenService;
+  keys: SigningKeys;
+  registryKeys: RegistryKeys;
+  grantsCache: GrantsCache;
+  authorizer: Authorizer;
+  ctx: ServiceContext;
+  egress: Egress;
+  descriptors: (typeof API_SERVICES)[number]["service"][];
+  jsonRenderer: ReturnType<typeof createJsonRenderer>;
+  ready: () => Promise<boolean>;
+  /** Aborted as the shutdown begins. */
+  shutdown: AbortSignal;
+  registryNotificationSecret: Awaited<ReturnType<typeof loadRegistryNotificationSecret>>;
+}
+
+/** The one handler the listener serves: every protocol, the plain routes, CORS, the access log. */
+function requestHandler(deps: HandlerDeps): RequestHandler {
+  const { config, urls, log, clock, metrics, database, secrets, tokens, keys, registryKeys, grantsCache, authorizer, ctx, egress } = deps;
+  const { descriptors, jsonRenderer, ready, shutdown, registryNotificationSecret } = deps;
   const accessLog = new AccessLog(log, (record, status, seconds) => metrics.request(record, status, seconds));
   // Built once: the Connect router registers them, REST calls them directly.
   const implementations = API_SERVICES.map((s) => s.implement(ctx));
@@ -293,7 +449,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
       router,
       { status: async () => ((await ready()) ? "SERVING" : "NOT_SERVING") },
       descriptors.map((s) => s.typeName),
-      shutdown.signal,
+      shutdown,
       undefined,
       publicOptions,
     );
@@ -320,9 +476,6 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     admitBody: (method, req) => pipeline.admitBody(method, req, () => accessLog.contextValues(req)),
     onInternalError: (cause) => log.error({ err: cause }, "internal error in REST layer"),
   });
-  // The one egress guard: every outbound request (issuers, JWKS, upstream IdPs) goes through it, each
-  // on its budget (docs/security.md, "Outbound budgets"); its own cap is all budgets full at once.
-  const egress = new Egress({ allowInsecure: config.allowInsecureIssuers, maxInFlight: OutboundBudgets.totalInFlight(config.outbound) });
   const budgets = new OutboundBudgets(egress, config.outbound);
   const issuers = new OidcIssuers({ egress, clock });
   const exchange: TokenExchangeDeps = {
@@ -364,7 +517,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
         clock,
         events: ctx.events,
         grantsOf: (uid) => grantsCache.get(uid),
-        secret: await loadRegistryNotificationSecret(database.db, secrets),
+        secret: registryNotificationSecret,
         log: (message, fields) => log.warn(fields, message),
       }),
     ],
@@ -419,7 +572,7 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
     services: descriptors,
     authPrefix: new URL(urls.authUrl).pathname.replace(/\/+$/, ""),
   });
-  const handler: RequestHandler = (req, res) => {
+  return (req, res) => {
     accessLog.begin(req, res);
     try {
       // After begin(), so a preflight gets a request id and its log line like any request.
@@ -436,75 +589,5 @@ export async function startApp(config: Config, opts: AppOptions): Promise<App> {
         res.end();
       }
     }
-  };
-
-  let adminToken: MintedToken | undefined;
-  let adminTokenPath: string | undefined;
-  let adminTokenRenewal: AdminTokenRenewal | undefined;
-  if (config.bootstrap) {
-    const issuedAt = clock();
-    const boot = await bootstrapAdminToken(database.db, tokens, urls.baseUrl, clock);
-    adminToken = boot.token;
-    adminTokenPath = await writeAdminToken(config.dataDir, boot.token);
-    log.info(
-      { path: adminTokenPath, identity: boot.identityUid },
-      "admin token written (valid one hour, renewed every half hour while running)",
-    );
-    // The file stays valid while the server runs (README: "Quick start").
-    adminTokenRenewal = new AdminTokenRenewal(
-      {
-        dataDir: config.dataDir,
-        tokens,
-        identityUid: boot.identityUid,
-        audience: urls.baseUrl,
-        clock,
-        checkEveryMs: opts.adminTokenCheckMs ?? 60_000,
-        onRenewed: (token) => log.info({ path: adminTokenPath, expiry: token.expiry }, "admin token renewed"),
-        onError: (e) => log.error({ err: e }, "admin token renewal failed; retrying at the next check"),
-      },
-      boot.token,
-      issuedAt,
-    );
-    adminTokenRenewal.start();
-  }
-
-  listener.serve(handler);
-  log.info({ url: urls.baseUrl, port: listener.port, database: database.kind }, "serving gRPC, gRPC-Web, Connect and REST");
-
-  return {
-    port: listener.port,
-    urls,
-    database,
-    tokens,
-    secrets,
-    adminToken,
-    adminTokenPath,
-    registry: { files: registryFiles.files, keys: registryKeys },
-    eventHub,
-    dispatcher,
-    async close() {
-      shutdown.abort();
-      // Watch streams end now, so that draining does not wait for them; in-flight deliveries get
-      // the same grace as requests, and one unfinished then is released for the next replica to send.
-      const hubClosed = eventHub.close();
-      const retentionStopped = retention.stop();
-      const graceMs = drainMs(config.shutdownTimeoutMs);
-      const dispatching = dispatcher.stop(graceMs);
-      await adminTokenRenewal?.stop();
-      registryFiles.stop();
-      const drained = await listener.close(graceMs);
-      await dispatching;
-      // Their kept connections (to receivers, issuers) close once nothing can send any more.
-      await Promise.all([webhookEgress.close(), egress.close()]);
-      await hubClosed;
-      await retentionStopped;
-      await creatorCheck.close();
-      await ctx.events.close();
-      await unlistenGrants();
-      await unlistenEvents();
-      await unlistenDeliveries();
-      await database.close();
-      return drained;
-    },
   };
 }
