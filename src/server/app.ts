@@ -33,7 +33,7 @@ import {
 } from "../events/index.js";
 import { ListEngine } from "../list/index.js";
 import { createJsonRenderer, createRestHandler } from "../rest/index.js";
-import { API_SERVICES, type ServiceContext } from "../services/index.js";
+import { API_SERVICES, ResourceCatalog, type ServiceContext } from "../services/index.js";
 import { registerHealth, registerReflection } from "./grpc/index.js";
 import { developmentWarnings, drainMs, resolveUrls, type Config, type ResolvedUrls } from "./config.js";
 import { AccessLog } from "./access-log.js";
@@ -265,6 +265,7 @@ async function start(config: Config, opts: AppOptions, subsystems: Subsystems): 
     egress: webhookEgress,
     access: authorizer,
     eventStreams: config.events.streams,
+    resources: new ResourceCatalog(),
   };
 
   // Early: health checks answer NOT_SERVING and health watches end as the shutdown begins.

@@ -5,6 +5,7 @@ import type { Egress } from "../egress/index.js";
 import type { EventHub, EventRecorder } from "../events/index.js";
 import type { ListEngine } from "../list/index.js";
 import type { EventStreamLimits } from "./events/streams.js";
+import type { ResourceCatalog } from "./resource-catalog.js";
 
 /** What every service implementation is built from (wired in src/server/app.ts). */
 export interface ServiceContext {
@@ -21,6 +22,8 @@ export interface ServiceContext {
   egress: Egress;
   /** Checks a stream's caller again while the stream runs (WatchEvents). */
   access: StreamAccess;
+  /** The resources this server serves, filled as their services are built (what a group may hold). */
+  resources: ResourceCatalog;
   /** The caps on open WatchEvents streams (README: Configuration). */
   eventStreams: EventStreamLimits;
 }

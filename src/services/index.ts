@@ -31,6 +31,7 @@ import { assertEveryServiceImplemented } from "./service-coverage.js";
 
 export type { ServiceContext } from "./context.js";
 export type { ApiService, BoundService } from "./api-service.js";
+export { ResourceCatalog } from "./resource-catalog.js";
 
 /** Every API service the server exposes, in the order reflection lists them. */
 export const API_SERVICES: ApiService[] = [

@@ -2,7 +2,7 @@ import { clone, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import type { FieldMask } from "@bufbuild/protobuf/wkt";
 import { eq, getTableName, sql } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
-import { columnKey, type Database, type Executor, type Transaction } from "../db/index.js";
+import { columnKey, type Database, type Executor, type GroupContent, type Transaction } from "../db/index.js";
 import { alreadyExists, invalidArgument, isForeignKeyViolation, isUniqueViolation, notFound } from "../errors/index.js";
 import { declaredEventType } from "../descriptors/index.js";
 import type { ChangeCall, EventRecorder } from "../events/index.js";
@@ -37,7 +37,7 @@ export interface ResourceMapping<T extends PgTable, Desc extends DescMessage> {
 export type BeforeDelete<T extends PgTable> = (
   tx: Transaction,
   row: T["$inferSelect"],
-  deleting: { call: ChangeCall; events: EventRecorder },
+  deleting: { call: ChangeCall; events: EventRecorder; groupContents: readonly GroupContent[] },
 ) => Promise<void>;
 
 export function requireField(value: string, field: string): string {
@@ -63,6 +63,8 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
     private readonly clock: () => Date,
     readonly mapping: ResourceMapping<T, Desc>,
     private readonly events: EventRecorder,
+    /** What a group may hold that keeps it from being deleted: every resource this server serves (ResourceCatalog). */
+    private readonly groupContents: () => readonly GroupContent[] = () => [],
   ) {
     // Tables name their timestamps createTime/updateTime; the store keeps them.
     this.hasCreateTime = "createTime" in mapping.table;
@@ -173,7 +175,7 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
     const m = this.mapping;
     const remove = async (tx: Transaction) => {
       const row = await this.row(tx, requireField(uid, "uid"), true);
-      await before(tx, row, { call, events: this.events });
+      await before(tx, row, { call, events: this.events, groupContents: this.groupContents() });
       // Decorated while the row (and what it references) is still there.
       const gone = await this.eventMessage(tx, call, m.toMessage(row));
       await tx.delete(m.table).where(eq(m.uid, uid));

@@ -17,7 +17,8 @@ import { ListEngine } from "../list/index.js";
 import type { ServiceContext } from "./context.js";
 import { DEFAULT_EVENT_STREAM_LIMITS } from "./events/streams.js";
 import { API_SERVICES } from "./index.js";
-import { defineResource, groupContentRules, resourceService } from "./resource.js";
+import { ResourceCatalog } from "./resource-catalog.js";
+import { defineResource, resourceService } from "./resource.js";
 
 const tablesDir = fileURLToPath(new URL("../db/tables/", import.meta.url));
 const tableModules = await Promise.all(
@@ -48,6 +49,7 @@ beforeAll(async () => {
     egress: new Egress({ allowInsecure: false }),
     access: { visibilityNow: () => Promise.reject(new Error("no stream in these tests")) },
     eventStreams: DEFAULT_EVENT_STREAM_LIMITS,
+    resources: new ResourceCatalog(),
   };
   // Building every service defines every resource, as the server does at start.
   for (const s of API_SERVICES) s.implement(ctx);
@@ -57,7 +59,7 @@ describe("resource definitions", () => {
   it("every table whose rows live in a group either keeps the group from being deleted or goes with it", () => {
     // Role bindings are the group's access policy: deleting the group deletes them (docs/design.md, "Resources").
     const goesWithGroup = new Set<PgTable>([schema.roleBindings]);
-    const registered = new Set(groupContentRules().map((c) => c.table));
+    const registered = new Set(ctx.resources.groupContents().map((c) => c.table));
     // Every file drizzle-kit reads (drizzle.config.ts), not only those schema.ts re-exports.
     const tables = [...new Set(tableModules.flatMap((m) => Object.values(m).filter((v): v is PgTable => is(v, PgTable))))];
     const heldByGroups = tables.filter((table) =>

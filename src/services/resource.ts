@@ -27,12 +27,14 @@ export interface ResourceDefinition<T extends PgTable, Desc extends DescMessage>
   beforeDelete?: BeforeDelete<T>;
   /** The error for a delete that a foreign key refused (rows referencing it appeared meanwhile). */
   stillReferenced?: (uid: string) => unknown;
+  /** Rows live in a group, and a group holding any cannot be deleted (ResourceCatalog). */
+  groupContent?: GroupContent | undefined;
 }
 
 /** What a definition states; the List engine's view defaults from the table's columns. */
 export type ResourceInput<T extends PgTable, Desc extends DescMessage> = Omit<
   ResourceDefinition<T, Desc>,
-  "list" | "uid" | "eventGroup"
+  "list" | "uid" | "eventGroup" | "groupContent"
 > & {
   uid?: PgColumn;
   /** The group a row's events belong to: by default the row itself for groups, else its parent (null for global rows). */
@@ -45,13 +47,6 @@ export type ResourceInput<T extends PgTable, Desc extends DescMessage> = Omit<
    */
   groupContent?: string;
 };
-
-const groupContents: GroupContent[] = [];
-
-/** Every resource that keeps a group from being deleted, in the order they were defined. */
-export function groupContentRules(): readonly GroupContent[] {
-  return groupContents;
-}
 
 export function defineResource<T extends PgTable, Desc extends DescMessage>(input: ResourceInput<T, Desc>): ResourceDefinition<T, Desc> {
   const columns = getTableColumns(input.table) as Record<string, PgColumn | undefined>;
@@ -80,13 +75,9 @@ export function defineResource<T extends PgTable, Desc extends DescMessage>(inpu
       if (list.isGroup) return String(r[uidKey]);
       return parentKey ? ((r[parentKey] as string | null) ?? null) : null;
     });
-  if (groupContent) {
-    if (!list.parentUid) throw new Error(`${input.kind}: a group content needs a parentUid column`);
-    // Definitions built per server (those holding its secrets) register once.
-    if (!groupContents.some((c) => c.table === input.table))
-      groupContents.push({ label: groupContent, table: input.table, parentUid: list.parentUid });
-  }
-  return { ...rest, uid, list, eventGroup };
+  if (groupContent && !list.parentUid) throw new Error(`${input.kind}: a group content needs a parentUid column`);
+  const content = groupContent && list.parentUid ? { label: groupContent, table: input.table, parentUid: list.parentUid } : undefined;
+  return { ...rest, uid, list, eventGroup, groupContent: content };
 }
 
 type Handler = (req: never, context: HandlerContext) => Promise<unknown>;
@@ -110,7 +101,8 @@ export function resourceService<S extends DescService, T extends PgTable, Desc e
   ctx: ServiceContext,
   custom: Partial<ServiceImpl<S>> | ((store: ResourceStore<T, Desc>) => Partial<ServiceImpl<S>>) = {},
 ): ServiceImpl<S> {
-  const store = new ResourceStore(ctx.db, ctx.clock, def, ctx.events);
+  ctx.resources.add(def);
+  const store = new ResourceStore(ctx.db, ctx.clock, def, ctx.events, () => ctx.resources.groupContents());
   const written = typeof custom === "function" ? custom(store) : custom;
   const decorate = def.decorate ?? (async (_db: Executor, page: MessageShape<Desc>[]) => page);
   // Undecorated resources (most) skip the page of one and its promise.

@@ -22,6 +22,7 @@ import {
   type UidpFilter,
 } from "../../list/index.js";
 import { scopeConditions } from "../../list/scope.js";
+import { ResourceCatalog } from "../resource-catalog.js";
 import type { ServiceContext } from "../context.js";
 import { eventFilters, eventMatcher, eventsService, eventsSource } from "./events.js";
 import { DEFAULT_EVENT_STREAM_LIMITS } from "./streams.js";
@@ -78,6 +79,7 @@ beforeAll(async () => {
       },
     },
     eventStreams: DEFAULT_EVENT_STREAM_LIMITS,
+    resources: new ResourceCatalog(),
   };
 });
 

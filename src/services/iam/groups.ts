@@ -6,7 +6,7 @@ import { principalKey } from "../../caller/index.js";
 import { groupContents, MAX_GROUP_DEPTH, newChildUid, newRootUid, schema, uidDepth } from "../../db/index.js";
 import { failedPrecondition, invalidArgument, unauthenticated } from "../../errors/index.js";
 import type { ServiceContext } from "../context.js";
-import { defineResource, groupContentRules, resourceService } from "../resource.js";
+import { defineResource, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
 import { checkDescription, checkName } from "../validation.js";
 
@@ -46,7 +46,7 @@ export const groupResource = defineResource({
   // The row lock orders this delete after any create that already
   // references the group; the foreign keys refuse anything later.
   beforeDelete: async (tx, row, deleting) => {
-    const held = await groupContents(tx, row.uid, groupContentRules());
+    const held = await groupContents(tx, row.uid, deleting.groupContents);
     if (held.length) throw groupNotEmpty(row.uid, held);
     // The group's access policy goes with it, each binding recorded as deleted.
     await removeBindingsWith(tx, deleting.events, deleting.call, { group: row.uid });

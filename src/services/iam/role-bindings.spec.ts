@@ -18,6 +18,7 @@ import { principalKey } from "../../caller/index.js";
 import { CAPABILITIES } from "../../capabilities/index.js";
 import { newChildUid, newRootUid, schema, type Database, type DatabaseHandle } from "../../db/index.js";
 import type { ServiceContext } from "../context.js";
+import { ResourceCatalog } from "../resource-catalog.js";
 import { roleBindingsService } from "./role-bindings.js";
 import { rootRoleBindingsService } from "./root-role-bindings.js";
 
@@ -42,7 +43,7 @@ beforeAll(async () => {
     ? drizzlePglite(client, { schema, logger })
     : drizzlePostgres(client, { schema, logger })) as unknown as Database;
   const clock = () => T0;
-  const ctx = { db, clock, events: testEventRecorder(clock) } as ServiceContext;
+  const ctx = { db, clock, events: testEventRecorder(clock), resources: new ResourceCatalog() } as ServiceContext;
   service = roleBindingsService(ctx);
   rootService = rootRoleBindingsService(ctx);
   org = newRootUid();
