@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { testEventRecorder } from "../../test/support/event-recorder.js";
 import { migratedStorePerFile } from "../../test/support/fresh-store.js";
 import { BadRequestSchema, ResourceInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { GroupSchema, GroupsService } from "../../gen/platform/iam/v2beta1/groups_pb.js";
+import { GroupSchema, GroupsService, type Group } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { createContextValues } from "@connectrpc/connect";
 import { principalKey } from "../caller/index.js";
 import { newChildUid, newRootUid, schema, type DatabaseHandle } from "../db/index.js";
@@ -330,6 +330,39 @@ describe("ResourceStore.update", () => {
       ),
     );
     expect((await stored(uid))?.resourceLimits).toEqual({ count: n });
+  });
+});
+
+describe("decorated answers", () => {
+  /** The groups mapping with a decoration that marks each message and counts its calls. */
+  function decoratedStore() {
+    const calls: number[] = [];
+    const mapping = {
+      ...groupMapping,
+      decorate: async (_db: unknown, page: Group[]) => {
+        calls.push(page.length);
+        for (const g of page) g.description = `${g.description} (decorated)`;
+        return page;
+      },
+    };
+    return { store: new ResourceStore(handle.db, clock, mapping, recorder), calls };
+  }
+
+  it("get answers the decorated message", async () => {
+    const uid = await org("decorated-get");
+    const { store: decorated, calls } = decoratedStore();
+    expect((await decorated.get(uid)).description).toBe(" (decorated)");
+    expect(calls).toEqual([1]);
+  });
+
+  it("update answers the decorated message, decorating the new state once for the event and the answer alike", async () => {
+    const uid = await org("decorated-update");
+    const { store: decorated, calls } = decoratedStore();
+    const answer = await decorated.update(uid, group({ description: "new" }), mask("description"), updating);
+    expect(answer.description).toBe("new (decorated)");
+    // Once for the event's "before", once for its "after", which is also the answer.
+    expect(calls).toEqual([1, 1]);
+    expect((await stored(uid))?.description).toBe("new");
   });
 });
 

@@ -97,10 +97,11 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
     return row as T["$inferSelect"];
   }
 
+  /** The resource as the API answers it: decorated (`mapping.decorate`). */
   async get(uid: string, field = "uid"): Promise<MessageShape<Desc>> {
     const [row] = await this.getByUid.execute({ uid: requireField(uid, field) });
     if (!row) throw notFound(this.mapping.kind, uid);
-    return this.mapping.toMessage(row as T["$inferSelect"]);
+    return this.decorated(this.db, this.mapping.toMessage(row as T["$inferSelect"]));
   }
 
   /**
@@ -130,7 +131,8 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
   }
 
   /**
-   * Applies an update (docs/design.md, "Writes") under a row lock: the current message,
+   * Applies an update (docs/design.md, "Writes") under a row lock and answers the updated
+   * resource decorated: the current message,
    * patched by `patch` and `mask`, validated, written back with `extra`
    * (which also sees the message before the change, for rules about what changed).
    * Runs in `tx` when given (a change made with others, as create does), else in its own transaction.
@@ -157,8 +159,11 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
       const values = { ...m.toColumns(next), ...this.stamps(false), ...(await extra(tx, next, current)) };
       const [row] = (await tx.update(m.table).set(values).where(eq(m.uid, uid)).returning()) as T["$inferSelect"][];
       const updated = m.toMessage(row!);
-      await this.recordChange(tx, call, row!, before, await this.eventMessage(tx, call, updated));
-      return updated;
+      const after = await this.eventMessage(tx, call, updated);
+      await this.recordChange(tx, call, row!, before, after);
+      // The answer is decorated like a Get's: the event's message when there is one (decorated
+      // once, in the change's transaction), else decorated here.
+      return after ?? (await this.decorated(tx, updated));
     };
     try {
       return await (tx ? change(tx) : this.db.transaction(change));
@@ -185,6 +190,11 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
   }
 
   /** The resource as an event shows it (decorated like an answer), or nothing when `call` records no event. */
+  private async decorated(db: Executor, message: MessageShape<Desc>): Promise<MessageShape<Desc>> {
+    const decorate = this.mapping.decorate;
+    return decorate ? (await decorate(db, [message]))[0]! : message;
+  }
+
   private async eventMessage(tx: Transaction, call: ChangeCall, message: MessageShape<Desc>): Promise<MessageShape<Desc> | undefined> {
     if (!declaredEventType(call.method)) return undefined;
     const decorate = this.mapping.decorate;

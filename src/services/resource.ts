@@ -105,8 +105,6 @@ export function resourceService<S extends DescService, T extends PgTable, Desc e
   const store = new ResourceStore(ctx.db, ctx.clock, def, ctx.events, () => ctx.resources.groupContents());
   const written = typeof custom === "function" ? custom(store) : custom;
   const decorate = def.decorate ?? (async (_db: Executor, page: MessageShape<Desc>[]) => page);
-  // Undecorated resources (most) skip the page of one and its promise.
-  const one = def.decorate ? async (m: MessageShape<Desc>) => (await decorate(ctx.db, [m]))[0]! : (m: MessageShape<Desc>) => m;
   const impl: Record<string, unknown> = { ...written };
   for (const method of service.methods) {
     if (impl[method.localName]) continue;
@@ -131,7 +129,7 @@ export function resourceService<S extends DescService, T extends PgTable, Desc e
       }
       case "Get":
         if (method.output !== def.schema || !field("uid")) return undefined;
-        return async (req: { uid: string }) => one(await store.get(req.uid));
+        return async (req: { uid: string }) => store.get(req.uid);
       case "Create": {
         const body = resourceField(method.input, def.schema, false);
         if (method.output !== def.schema || !body || !field("parent")) return undefined;
@@ -149,7 +147,7 @@ export function resourceService<S extends DescService, T extends PgTable, Desc e
         return async (req: Record<string, unknown>, context) => {
           const message = (req[body.localName] as MessageShape<Desc> | undefined) ?? create(def.schema);
           const uid = requireField((message as { uid?: string }).uid ?? "", `${body.name}.uid`);
-          return one(await store.update(uid, message, req["updateMask"] as never, context));
+          return store.update(uid, message, req["updateMask"] as never, context);
         };
       }
       case "Delete":

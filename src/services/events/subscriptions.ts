@@ -162,7 +162,7 @@ export function subscriptionsService(ctx: ServiceContext): ServiceImpl<typeof Su
       mayReceiveEvents(context, parentOf(uid));
       // Whoever changes it vouches for it now: it sends for them, and a stopped one starts again.
       const rehomed = { creatorUid: callerUid(context), state: "active" };
-      return (await withDeliveryCounts(ctx.db, [await store.update(uid, patch, req.updateMask, context, () => rehomed)]))[0]!;
+      return store.update(uid, patch, req.updateMask, context, () => rehomed);
     },
   }));
 }

@@ -44,11 +44,10 @@ export function roleBindingsService(ctx: ServiceContext): ServiceImpl<typeof Rol
       const grants = callerGrants(context);
       const uid = requireField(req.roleBinding?.uid ?? "", "role_binding.uid");
       const patch = req.roleBinding ?? create(RoleBindingSchema);
-      await store.update(uid, patch, req.updateMask, context, async (tx, next) => {
+      return store.update(uid, patch, req.updateMask, context, async (tx, next) => {
         await checkNewRole(tx, grants, uid, next.roleUid ?? "");
         return {};
       });
-      return hydratedBinding(ctx.db, uid);
     },
   }));
 }
