@@ -44,8 +44,8 @@ async function filesIn(dir: string) {
       service: "http://localhost:8080/registry",
       issuer: "http://localhost:8080",
       notificationsUrl: "http://localhost:8080/registry/notifications",
+      notificationsSecret: await loadRegistryNotificationSecret(handle.db, secrets),
     },
-    notificationsSecret: () => loadRegistryNotificationSecret(handle.db, secrets),
     onWritten: () => {},
     onError: (e) => errors.push(e),
   });

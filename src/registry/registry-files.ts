@@ -11,10 +11,8 @@ export interface RegistryFilesOptions {
   db: Database;
   secrets: SecretBox;
   keys: RegistryKeys;
-  /** Everything in the configuration but the secrets and the certificates, which come from the store. */
-  config: Omit<RegistryConfigInput, "notificationsSecret" | "httpSecret" | "bundlePem">;
-  /** The notifications endpoint's secret (sealed setting, shared by every replica). */
-  notificationsSecret: () => Promise<string>;
+  /** Everything in the configuration but the upload secret and the certificates, which come from the store. */
+  config: Omit<RegistryConfigInput, "httpSecret" | "bundlePem">;
   onWritten: (files: RegistryConfigFiles, rotation: Awaited<ReturnType<RegistryKeys["rotation"]>>) => void;
   onError: (e: unknown) => void;
 }
@@ -33,11 +31,10 @@ export class RegistryFiles {
 
   async write(): Promise<RegistryConfigFiles> {
     const bundlePem = await this.o.keys.bundle();
-    const [notificationsSecret, httpSecret] = await Promise.all([
-      this.o.notificationsSecret(),
-      loadSealedSetting(this.o.db, this.o.secrets, "registry.http_secret", () => randomBytes(32).toString("base64url")),
-    ]);
-    this.files = await writeRegistryConfig({ ...this.o.config, notificationsSecret, httpSecret, bundlePem });
+    const httpSecret = await loadSealedSetting(this.o.db, this.o.secrets, "registry.http_secret", () =>
+      randomBytes(32).toString("base64url"),
+    );
+    this.files = await writeRegistryConfig({ ...this.o.config, httpSecret, bundlePem });
     this.lastBundle = bundlePem;
     this.o.onWritten(this.files, await this.o.keys.rotation());
     return this.files;

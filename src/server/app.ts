@@ -179,6 +179,8 @@ async function start(config: Config, opts: AppOptions, subsystems: Subsystems): 
   const tokens = new TokenService(keys, urls.authUrl, clock);
   // The image registry's own signing keys and the configuration it runs with (README: Running the registry).
   const registryKeys = new RegistryKeys({ db: database.db, secrets, clock, rotateAfterMs: config.registry.keyRotationMs });
+  // Read once: the registry's configuration carries it, and the notifications endpoint checks it.
+  const registryNotificationSecret = await loadRegistryNotificationSecret(database.db, secrets);
   const registryFiles = new RegistryFiles({
     db: database.db,
     secrets,
@@ -191,8 +193,8 @@ async function start(config: Config, opts: AppOptions, subsystems: Subsystems): 
       service: urls.registryAudience,
       issuer: urls.authUrl,
       notificationsUrl: config.registry.notificationsUrl ?? `${urls.authUrl}${REGISTRY_NOTIFICATIONS_PATH}`,
+      notificationsSecret: registryNotificationSecret,
     },
-    notificationsSecret: () => loadRegistryNotificationSecret(database.db, secrets),
     onWritten: (files, rotation) =>
       log.info(
         { ...files, ...rotation },
@@ -353,7 +355,7 @@ async function start(config: Config, opts: AppOptions, subsystems: Subsystems): 
     jsonRenderer,
     ready,
     shutdown: shutdown.signal,
-    registryNotificationSecret: await loadRegistryNotificationSecret(database.db, secrets),
+    registryNotificationSecret,
   });
 
   let adminToken: MintedToken | undefined;
@@ -431,7 +433,7 @@ interface HandlerDeps {
   ready: () => Promise<boolean>;
   /** Aborted as the shutdown begins. */
   shutdown: AbortSignal;
-  registryNotificationSecret: Awaited<ReturnType<typeof loadRegistryNotificationSecret>>;
+  registryNotificationSecret: string;
 }
 
 /** The one handler the listener serves: every protocol, the plain routes, CORS, the access log. */
