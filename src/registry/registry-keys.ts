@@ -71,7 +71,8 @@ const MAX_WRITE_ATTEMPTS = 8;
 /** A replica re-reads the set at least this often (it also does at every rotation time). */
 const RELOAD_INTERVAL_MS = 60 * 1000;
 
-const ALG = "ES256";
+/** The algorithm of the registry key, named in the header of every token it signs. */
+export const REGISTRY_SIGNING_ALG = "ES256";
 const EC_PARAMS = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" } as const;
 const KID = /^[A-Za-z0-9_-]{43}$/;
 
@@ -136,7 +137,7 @@ export class RegistryKeys implements RegistrySigner {
     const { set } = await this.state(false);
     const key = set.current;
     if (this.signing?.kid !== key.kid) {
-      const sign = (await importJWK(key.privateJwk, ALG)) as CryptoKey;
+      const sign = (await importJWK(key.privateJwk, REGISTRY_SIGNING_ALG)) as CryptoKey;
       this.signing = { kid: key.kid, sign, x5c: [derBase64(key.certificatePem)] };
     }
     return { ...this.signing, x5c: [...this.signing.x5c] };
@@ -253,7 +254,7 @@ export class RegistryKeys implements RegistrySigner {
     const keys = (await crypto.subtle.generateKey(EC_PARAMS, true, ["sign", "verify"])) as webcrypto.CryptoKeyPair;
     const publicJwk = await exportJWK(keys.publicKey);
     const kid = await calculateJwkThumbprint(publicJwk);
-    const privateJwk = { ...(await exportJWK(keys.privateKey)), kid, alg: ALG };
+    const privateJwk = { ...(await exportJWK(keys.privateKey)), kid, alg: REGISTRY_SIGNING_ALG };
     const serial = crypto.getRandomValues(new Uint8Array(16));
     // Positive and minimally encoded (Go's parser refuses anything else): the first byte is 0x40-0x7f.
     serial[0] = (serial[0]! & 0x3f) | 0x40;

@@ -11,7 +11,7 @@ import { BodyReadError, BodyTooLargeError, readBody } from "../http/body.js";
 import { sendJson } from "../http/response.js";
 import type { NodeRequest as Req, NodeResponse as Res, Route } from "../http/types.js";
 import { parseRegistryPath } from "./paths.js";
-import type { RegistrySigner } from "./registry-keys.js";
+import { REGISTRY_SIGNING_ALG, type RegistrySigner } from "./registry-keys.js";
 
 // The registry's token endpoint (docs/design.md, "The image registry"): the distribution
 // token-authentication protocol (GET with Basic credentials, and the OAuth2 password /
@@ -356,7 +356,7 @@ export function registryTokenRoute(deps: RegistryTokenDeps): Route {
     const key = await deps.signer.current();
     const now = Math.floor(deps.clock().getTime() / 1000);
     const token = await new SignJWT({ access: access as unknown as JsonValue[] })
-      .setProtectedHeader({ alg: "ES256", typ: "JWT", kid: key.kid, x5c: key.x5c })
+      .setProtectedHeader({ alg: REGISTRY_SIGNING_ALG, typ: "JWT", kid: key.kid, x5c: key.x5c })
       .setIssuer(deps.authUrl)
       .setSubject(identityUid)
       .setAudience(deps.service)
