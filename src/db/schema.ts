@@ -1,6 +1,7 @@
-// The tables of the resources that came first, as one namespace for the code
-// that uses several. drizzle-kit reads tables/ itself (drizzle.config.ts), so a
-// new resource's table needs no line here.
+// The tables, as one namespace (`schema.groups`) for the code that uses several, also handed to
+// drizzle's client (client.ts). No list needs to be complete: drizzle-kit (drizzle.config.ts) and
+// the group-contents test (src/services/resource.spec.ts) read every file under tables/, so a new
+// table needs a line here only once some code reads it as `schema.<table>`.
 export * from "./tables/system.js";
 export * from "./tables/groups.js";
 export * from "./tables/identities.js";

@@ -76,8 +76,10 @@ export async function startTestServer(
   try {
     app = await startApp(config, { logger, clock: clock.now, adminTokenCheckMs: opts.adminTokenCheckMs, pglite: pooled?.store });
   } catch (error) {
-    // A PostgreSQL database is not given back: connections of the failed start may still hold it.
+    // A failed start has closed what it had started (src/server/subsystems.ts), its connections
+    // included, so its store goes back to the pool like a stopped server's.
     pooled?.release();
+    pooledDatabase?.release();
     throw error;
   }
   const replicas: App[] = [];
