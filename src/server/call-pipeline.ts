@@ -109,11 +109,11 @@ class DirectContext implements HandlerContext {
 }
 
 /**
- * The path every API call takes, whichever protocol it came by
- * (docs/architecture.md): authentication, the request check, authorization,
- * the implementation, and error shaping — each one function, shared by the
- * Connect interceptor (gRPC, gRPC-Web, Connect) and the REST entry point, so
- * no protocol can skip a step.
+ * The path every API call takes, whichever protocol it came by (docs/architecture.md, "The
+ * pipeline (both kinds of call)"): authentication, the request check, authorization, the
+ * implementation, and error shaping — each one function, shared by the Connect interceptor (gRPC,
+ * gRPC-Web, Connect) and the direct entry points (REST, Connect JSON, plain gRPC), so no protocol
+ * can skip a step.
  */
 export class CallPipeline {
   private readonly domains = new Map<DescService, string>();

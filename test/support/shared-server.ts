@@ -4,6 +4,8 @@ import { startTestServer, type TestServer } from "./server.js";
 
 // One default-config server per test worker, for the e2e files that need
 // nothing else (every test makes its own organization, so they do not meet).
+// A file that needs its own configuration, or asserts on server-wide rows
+// (every role, the admin-token file, all stored secrets), starts its own.
 // vitest.config.ts runs the test files on worker threads without isolation,
 // so this module and its server outlive each file. Nobody stops it: the
 // worker's end does, and the global setup (shared-server-setup.ts) removes
