@@ -22,7 +22,7 @@ import { REGISTRY_SIGNING_ALG, type RegistrySigner } from "./registry-keys.js";
 export const REGISTRY_TOKEN_PATH = "/registry/token";
 /** How long a registry token is valid: a pull or push asks again when it runs out. */
 export const REGISTRY_TOKEN_TTL_SECONDS = 300;
-/** Bounds of a token request (docs/security.md, "Input"). */
+/** Bounds of a token request (docs/design.md, "The image registry"). */
 export const MAX_SCOPES = 16;
 export const MAX_SCOPE_BYTES = 512;
 /** The whole query string (GET) or form body (POST). */

@@ -33,12 +33,7 @@ export interface Listener {
 
 /**
  * Streams one HTTP/2 connection may have open at once, advertised in its SETTINGS (Node's default
- * is unlimited). 100 is the least RFC 9113 asks a peer to allow, and what nginx and Envoy-fronted
- * gRPC services commonly give: gRPC clients queue calls beyond it on the connection (or open
- * another), so a client running more than 100 calls at once waits rather than fails, and the bench's
- * 32 streams per connection fit. With a body unread until its caller is known, each stream holds
- * at most its flow-control window (64 KiB) before authentication: about 6.4 MiB a connection
- * (docs/security.md, "Connections").
+ * is unlimited); why 100, and what it bounds before authentication: docs/security.md, "Connections".
  */
 export const MAX_CONCURRENT_STREAMS = 100;
 
