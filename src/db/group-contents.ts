@@ -5,9 +5,8 @@ import { queryRows, type Executor } from "./client.js";
 /**
  * A kind of resource that a group can hold; a group holding any cannot be
  * deleted. Each resource states whether it is one (`groupContent` in its
- * definition, src/services/resource.ts). Role bindings are not: they are the
- * group's access policy and go with it, since the owner binding that creating
- * an organization makes would otherwise keep it forever.
+ * definition, src/services/resource.ts). Role bindings are not: they go with
+ * the group (docs/design.md, "Storage", says why).
  */
 export interface GroupContent {
   /** Plural noun for messages: "child groups", "identities". */
