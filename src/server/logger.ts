@@ -38,8 +38,7 @@ const MAX_PENDING_BYTES = 1024 * 1024;
  * (whole lines) for the next flush and drops the newest lines beyond it. Every line dropped is
  * counted (`dropped`, shown in /metrics). Nothing here waits or retries: a flush writes until the
  * descriptor takes no more, so on a non-blocking one (see stdoutDestination) it never blocks, at
- * exit either. pino's own destination retried EPIPE every 100 ms forever in flushSync, and
- * without an error listener a failed write killed the process.
+ * exit either.
  */
 export class LogDestination implements DestinationStream {
   private pending: string[] = [];
@@ -117,12 +116,11 @@ export class LogDestination implements DestinationStream {
 }
 
 /**
- * The server's stdout (fd 1) as its log destination. A pipe or a socket (a container runtime's
- * log collector, `| tee`) is inherited in blocking mode, and a reader that stopped reading then
- * stalled write(2) and the whole event loop with it: requests, /healthz, SIGTERM. Node's own stream
- * over fd 1 (`process.stdout`, through which nothing is written) opens it with libuv, which sets
- * O_NONBLOCK: a full pipe is EAGAIN, and LogDestination keeps 1 MiB and drops past it. A regular
- * file or a terminal is written synchronously.
+ * The server's stdout (fd 1) as its log destination, non-blocking when it is a pipe or a socket
+ * (a container runtime's log collector, `| tee`; docs/security.md, "Shutdown and logging", says
+ * why): Node's own stream over fd 1 (`process.stdout`, through which nothing is written) opens it
+ * with libuv, which sets O_NONBLOCK, so a full pipe is EAGAIN and LogDestination keeps 1 MiB and
+ * drops past it. A regular file or a terminal is written synchronously.
  */
 export function stdoutDestination(): LogDestination {
   let stat: Stats;
