@@ -8,10 +8,8 @@ const { events } = schema;
 export type HubEvent = typeof events.$inferSelect;
 
 /**
- * The NOTIFY channel that says "events were recorded" (docs/design.md,
- * "Events"). It carries no payload and is sent after the recording
- * transaction commits, never inside it: a NOTIFY in a transaction takes a
- * database-wide lock until commit, which would line up every write's commit.
+ * The NOTIFY channel that says "events were recorded". It carries no payload and is sent after
+ * the recording transaction commits, never inside it (docs/design.md, "Events", says why).
  */
 export const EVENTS_CHANNEL = "platform_events";
 

@@ -268,10 +268,8 @@ function parseMasterKey(raw: string | undefined): Buffer | undefined {
  * PLATFORM_CORS_ORIGINS: comma-separated exact origins. Each is stored as
  * the URL standard serialises an origin (lower-case host, punycode, no
  * default port), which is what a browser's Origin header carries, so a
- * request matches by plain string equality. No wildcards, not even `*`: the
- * operator knows their apps, and an open list would let any site a user
- * visits read the unauthenticated RPCs of a server on their network
- * (docs/security.md, "Browser origins (CORS)").
+ * request matches by plain string equality. No wildcards, not even `*`
+ * (docs/security.md, "Browser origins (CORS)", says why).
  */
 export function parseCorsOrigins(raw: string | undefined): string[] {
   if (raw === undefined) return [];
