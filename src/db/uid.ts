@@ -53,10 +53,7 @@ const HEX16 = "[0-9a-f]{16}";
 
 /**
  * The deepest a group may be: an organization and 15 levels of groups below
- * it (docs/security.md, "Input"). Every uid's segments are prefixes bound as
- * query parameters (a resource's scope, its ancestors), so the bound keeps
- * each request's work small; 16 is far beyond any hierarchy the spec shows
- * (an organization and its child groups) and any test uses.
+ * it (docs/security.md, "Input", says why and what it bounds).
  */
 export const MAX_GROUP_DEPTH = 16;
 /** The most segments any uid has: a tag, held by a repo held by a group at MAX_GROUP_DEPTH. */
