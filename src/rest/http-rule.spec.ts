@@ -51,6 +51,10 @@ describe("parsePathTemplate", () => {
     expect(parsePathTemplate("/v1/a%20b").segments[1]).toEqual({ kind: "literal", value: "a b" });
   });
 
+  it("rejects a literal holding an encoded slash: a request's %2F always separates segments", () => {
+    expect(() => parsePathTemplate("/v1/a%2Fb")).toThrow(/encoded slash/);
+  });
+
   it.each([
     ["", "no leading slash"],
     ["v1/things", "no leading slash"],
@@ -73,22 +77,37 @@ describe("parsePathTemplate", () => {
 
 describe("splitRequestPath", () => {
   it("splits segments without a verb", () => {
-    expect(splitRequestPath("/iam/v2beta1/groups")).toEqual([{ segments: ["iam", "v2beta1", "groups"], verb: "" }]);
+    expect(splitRequestPath("/iam/v2beta1/groups")).toEqual([{ segments: ["iam", "v2beta1", "groups"], verb: "", encodedSlashes: [] }]);
   });
 
   it("offers the verb reading first, then the plain one", () => {
     expect(splitRequestPath("/v1/a/b:batchCreate")).toEqual([
-      { segments: ["v1", "a", "b"], verb: "batchCreate" },
-      { segments: ["v1", "a", "b:batchCreate"], verb: "" },
+      { segments: ["v1", "a", "b"], verb: "batchCreate", encodedSlashes: [] },
+      { segments: ["v1", "a", "b:batchCreate"], verb: "", encodedSlashes: [] },
     ]);
   });
 
   it("takes the verb after the last colon of the last segment only", () => {
-    expect(splitRequestPath("/v1/a:b/c:d:e")[0]).toEqual({ segments: ["v1", "a:b", "c:d"], verb: "e" });
+    expect(splitRequestPath("/v1/a:b/c:d:e")[0]).toEqual({ segments: ["v1", "a:b", "c:d"], verb: "e", encodedSlashes: [] });
   });
 
   it("keeps a trailing slash as an empty segment", () => {
-    expect(splitRequestPath("/v1/things/")).toEqual([{ segments: ["v1", "things", ""], verb: "" }]);
+    expect(splitRequestPath("/v1/things/")).toEqual([{ segments: ["v1", "things", ""], verb: "", encodedSlashes: [] }]);
+  });
+
+  it("reads %2F (any case) as a segment boundary and says where", () => {
+    expect(splitRequestPath("/v1/a%2Fb/c%2fd%2Fe")).toEqual([
+      { segments: ["v1", "a", "b", "c", "d", "e"], verb: "", encodedSlashes: [2, 4, 5] },
+    ]);
+    // The verb is read from the literal form's last segment; %252F is an escaped "%", not a slash.
+    expect(splitRequestPath("/v1/x:y%2Fz")).toEqual([{ segments: ["v1", "x:y", "z"], verb: "", encodedSlashes: [2] }]);
+    expect(splitRequestPath("/v1/a%252Fb")[0]?.segments).toEqual(["v1", "a%252Fb"]);
+    // Empty pieces stay, as for "//": nothing matches them.
+    expect(splitRequestPath("/v1/a%2F%2Fb")[0]?.segments).toEqual(["v1", "a", "", "b"]);
+  });
+
+  it("keeps %2F inside its segment when asked to read the path as sent", () => {
+    expect(splitRequestPath("/v1/a%2Fb", false)).toEqual([{ segments: ["v1", "a%2Fb"], verb: "", encodedSlashes: [] }]);
   });
 
   it("has no reading for a path without a leading slash", () => {
@@ -98,21 +117,19 @@ describe("splitRequestPath", () => {
 });
 
 describe("percentDecode", () => {
-  it("decodes everything, %2F included, for single segments", () => {
-    expect(percentDecode("a%2Fb%20c", false)).toBe("a/b c");
-  });
-
-  it("keeps %2F and %2f verbatim for multi-segment captures", () => {
-    expect(percentDecode("a%2Fb%2fc%20d", true)).toBe("a%2Fb%2fc d");
+  it("decodes escapes", () => {
+    expect(percentDecode("a%20b%3Ac")).toBe("a b:c");
+    expect(percentDecode("plain")).toBe("plain");
   });
 
   it("decodes UTF-8", () => {
-    expect(percentDecode("caf%C3%A9", false)).toBe("café");
+    expect(percentDecode("caf%C3%A9")).toBe("café");
   });
 
   it("returns undefined for malformed escapes instead of throwing", () => {
-    expect(percentDecode("%zz", false)).toBeUndefined();
-    expect(percentDecode("%C3", true)).toBeUndefined();
+    expect(percentDecode("%zz")).toBeUndefined();
+    expect(percentDecode("%C3")).toBeUndefined();
+    expect(percentDecode("%")).toBeUndefined();
   });
 });
 
@@ -129,11 +146,11 @@ describe("captureVariables", () => {
     expect(c?.value).toBe("projects/p1/things/t1");
   });
 
-  it("decodes %2F in single-segment variables but not in multi-segment ones", () => {
-    const single = parsePathTemplate("/v1/{a}/{b=**}");
-    const [a, b] = captureVariables(single, ["v1", "x%2Fy%20z", "p%2Fq", "r%20s"]);
-    expect(a?.value).toBe("x/y z");
-    expect(b?.value).toBe("p%2Fq/r s");
+  it("decodes each captured segment and joins them with /", () => {
+    const t = parsePathTemplate("/v1/{a}/{b=**}");
+    const [a, b] = captureVariables(t, ["v1", "x%20z", "p", "q", "r%20s"]);
+    expect(a?.value).toBe("x z");
+    expect(b?.value).toBe("p/q/r s");
   });
 
   it("reports malformed percent-encoding as an undefined value with the raw text", () => {

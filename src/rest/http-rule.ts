@@ -8,7 +8,7 @@
 //   Verb     = ":" LITERAL ;
 //
 // Templates are parsed once, at start-up, into segments that a trie
-// (see template-trie.ts) matches without regular expressions.
+// (path-trie.ts) matches without regular expressions.
 
 export type TemplateSegment =
   | { readonly kind: "literal"; readonly value: string }
@@ -22,10 +22,7 @@ export interface TemplateVariable {
   readonly start: number;
   /** Index after the last template segment the variable covers. */
   readonly end: number;
-  /**
-   * True unless the variable is a single `*` segment. Multi-segment captures
-   * keep `%2F` encoded (the spec's reserved expansion), single ones decode it.
-   */
+  /** True unless the variable is a single `*` segment. */
   readonly multiSegment: boolean;
 }
 
@@ -149,8 +146,10 @@ class Parser {
     for (let c = this.peek(); c !== undefined && !LITERAL_STOP.has(c); c = this.peek()) this.pos++;
     if (this.pos === begin) this.fail(`expected a literal at offset ${this.pos}`);
     const raw = this.src.slice(begin, this.pos);
-    const decoded = percentDecode(raw, false);
+    const decoded = percentDecode(raw);
     if (decoded === undefined) this.fail(`malformed percent-encoding in "${raw}"`);
+    // A request's `%2F` always separates segments, so a literal holding one could never match.
+    if (decoded.includes("/")) this.fail(`literal "${raw}" holds an encoded slash`);
     return decoded;
   }
 
@@ -168,25 +167,18 @@ class Parser {
   }
 }
 
-const ENCODED_SLASH = /%2f/gi;
+const ENCODED_SLASH = /%2f/i;
 
 /**
- * Decodes %XX escapes (UTF-8). With `keepEncodedSlash`, `%2F`/`%2f` stay
- * as they are, as the spec requires for multi-segment captures. Returns
- * undefined for malformed escapes or invalid UTF-8 instead of throwing.
+ * Decodes %XX escapes (UTF-8). Returns undefined for malformed escapes or
+ * invalid UTF-8 instead of throwing. Request segments reach it already split
+ * at their encoded slashes (splitRequestPath), so no `%2F` is left to decode
+ * into a `/` here.
  */
-export function percentDecode(s: string, keepEncodedSlash: boolean): string | undefined {
+export function percentDecode(s: string): string | undefined {
   if (!s.includes("%")) return s;
   try {
-    if (!keepEncodedSlash) return decodeURIComponent(s);
-    // Decode between the encoded slashes and put each one back verbatim.
-    let out = "";
-    let last = 0;
-    for (const m of s.matchAll(ENCODED_SLASH)) {
-      out += decodeURIComponent(s.slice(last, m.index)) + m[0];
-      last = m.index + m[0].length;
-    }
-    return out + decodeURIComponent(s.slice(last));
+    return decodeURIComponent(s);
   } catch {
     return undefined;
   }
@@ -196,24 +188,46 @@ export interface RequestPath {
   /** Raw (still percent-encoded) segments, without the verb. */
   readonly segments: readonly string[];
   readonly verb: string;
+  /**
+   * Indexes `k` of the segments that an encoded slash (`%2F`), not a `/`,
+   * separates from segment `k - 1`. Only a `**` may take such a boundary
+   * (docs/design.md, "Encoded slashes in REST paths").
+   */
+  readonly encodedSlashes: readonly number[];
 }
 
 /**
  * Splits a URL path (no query) into the ways it can be read: with the text
  * after the last `:` of the last segment as a custom verb (when there is one),
  * then as plain segments. A leading "/" is required.
+ *
+ * With `expandEncodedSlashes` (the default) the path is read in its literal
+ * form: `%2F` separates segments as `/` does, and `encodedSlashes` says where
+ * it did. Without it, a `%2F` stays inside its segment (for diagnosing a
+ * request whose literal form matched nothing).
  */
-export function splitRequestPath(path: string): RequestPath[] {
+export function splitRequestPath(path: string, expandEncodedSlashes = true): RequestPath[] {
   if (path.length === 0 || path.charCodeAt(0) !== 47 /* / */) return [];
-  const segments = path.slice(1).split("/");
+  const segments: string[] = [];
+  const encodedSlashes: number[] = [];
+  for (const raw of path.slice(1).split("/")) {
+    if (!expandEncodedSlashes || !ENCODED_SLASH.test(raw)) {
+      segments.push(raw);
+      continue;
+    }
+    raw.split(/%2f/i).forEach((piece, i) => {
+      if (i > 0) encodedSlashes.push(segments.length);
+      segments.push(piece);
+    });
+  }
   const lastIndex = segments.length - 1;
   const last = segments[lastIndex] ?? "";
   const colon = last.lastIndexOf(":");
-  const plain: RequestPath = { segments, verb: "" };
+  const plain: RequestPath = { segments, verb: "", encodedSlashes };
   if (colon <= 0 || colon === last.length - 1) return [plain];
   const withVerb = segments.slice();
   withVerb[lastIndex] = last.slice(0, colon);
-  return [{ segments: withVerb, verb: last.slice(colon + 1) }, plain];
+  return [{ segments: withVerb, verb: last.slice(colon + 1), encodedSlashes }, plain];
 }
 
 export interface CapturedValue {
@@ -234,7 +248,7 @@ export function captureVariables(template: PathTemplate, segments: readonly stri
   for (const v of template.variables) {
     const end = v.end - 1 === lastTemplate && template.segments[lastTemplate]?.kind === "deep-wildcard" ? segments.length : v.end;
     const raw = end - v.start === 1 ? (segments[v.start] ?? "") : segments.slice(v.start, end).join("/");
-    out.push({ variable: v, raw, value: percentDecode(raw, v.multiSegment) });
+    out.push({ variable: v, raw, value: percentDecode(raw) });
   }
   return out;
 }

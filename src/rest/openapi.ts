@@ -1,8 +1,17 @@
-import { getOption, hasOption, ScalarType, type DescEnum, type DescField, type DescMessage, type DescService } from "@bufbuild/protobuf";
+import {
+  getOption,
+  hasOption,
+  ScalarType,
+  type DescEnum,
+  type DescField,
+  type DescMessage,
+  type DescMethod,
+  type DescService,
+} from "@bufbuild/protobuf";
 import { FeatureSet_FieldPresence, hasCustomJsonRepresentation, isWrapperDesc } from "@bufbuild/protobuf/wkt";
 import { FieldBehavior, field_behavior } from "../../gen/google/api/field_behavior_pb.js";
 import { authorization } from "../../gen/platform/common/v1/authorization_pb.js";
-import type { PathTemplate } from "./http-rule.js";
+import type { PathTemplate, TemplateVariable } from "./http-rule.js";
 import { ANY_METHOD } from "./path-trie.js";
 import { RouteTable, type Route } from "./route-table.js";
 
@@ -57,22 +66,21 @@ export function buildOpenApiDocument(opts: OpenApiOptions): JsonObject {
   const schemas = new SchemaSet();
   const paths: Record<string, Record<string, JsonObject>> = {};
   const tags = new Map<string, JsonObject>();
-  const bindingsSeen = new Map<string, number>();
+  const routes = table.routes.filter((route) => OPERATION_KEYS.has(openApiMethod(route)));
+  const names = parameterNames(routes);
+  const ids = operationIds(routes);
 
-  for (const route of table.routes) {
-    const verb = route.httpMethod === ANY_METHOD ? "" : route.httpMethod.toLowerCase();
-    if (!OPERATION_KEYS.has(verb)) continue; // `custom: {kind: "*"}` and unusual verbs have no OpenAPI operation
+  for (const route of routes) {
+    const verb = openApiMethod(route);
     const service = route.method.parent;
-    const rpc = `${service.typeName}.${route.method.name}`;
-    // Additional bindings of one RPC get numbered ids, in the order the rule lists them.
-    const nth = bindingsSeen.get(rpc) ?? 0;
-    bindingsSeen.set(rpc, nth + 1);
-    const path = openApiPath(route.template);
+    const parts = pathParts(route.template);
+    const chosen = names.get(shapeKey(parts, route.template.verb)) ?? [];
+    const path = renderPath(parts, chosen, route.template.verb);
     const item = (paths[path] ??= {});
     // Templates that differ only in a variable's pattern (`{x=*}`, `{x=**}`) share one OpenAPI path: the first is described.
     if (item[verb] !== undefined) continue;
     tags.set(service.typeName, { name: service.typeName });
-    item[verb] = operation(route, nth === 0 ? rpc : `${rpc}_${nth}`, schemas);
+    item[verb] = operation(route, ids.get(route) ?? route.method.name, parts, chosen, schemas);
   }
 
   const responses: JsonObject = {
@@ -119,33 +127,162 @@ function errorResponse(description: string): JsonObject {
   return { description, content: { "application/json": { schema: { $ref: ref(STATUS) } } } };
 }
 
-/** `/iam/v2beta1/groups/{uid=**}` → `/iam/v2beta1/groups/{uid}`; a custom verb stays `:verb`. */
-function openApiPath(template: PathTemplate): string {
-  let out = "";
+/** The operation key of a route (`get`, `post`, ...); "" for `custom: {kind: "*"}`, which has none. */
+function openApiMethod(route: Route): string {
+  return route.httpMethod === ANY_METHOD ? "" : route.httpMethod.toLowerCase();
+}
+
+/** A path template as OpenAPI writes it: literals, and one parameter per variable or bare `*`/`**`. */
+type PathPart =
+  | { readonly kind: "literal"; readonly value: string }
+  | { readonly kind: "parameter"; readonly variable: TemplateVariable | undefined; readonly ruleName: string };
+
+/** `/iam/v2beta1/groups/{uid=**}` → literals and the parameter `uid` (the verb is kept apart). */
+function pathParts(template: PathTemplate): PathPart[] {
+  const out: PathPart[] = [];
   let i = 0;
   while (i < template.segments.length) {
     const variable = template.variables.find((v) => v.start === i);
     if (variable !== undefined) {
-      out += `/{${variable.fieldPath.join(".")}}`;
+      out.push({ kind: "parameter", variable, ruleName: variable.fieldPath.join(".") });
       i = variable.end;
       continue;
     }
     const segment = template.segments[i];
     // A wildcard outside any variable matches a segment nobody reads; it still needs a name.
-    out += segment?.kind === "literal" ? `/${segment.value}` : `/{_${i}}`;
+    out.push(
+      segment?.kind === "literal"
+        ? { kind: "literal", value: segment.value }
+        : { kind: "parameter", variable: undefined, ruleName: `_${i}` },
+    );
     i++;
   }
-  return template.verb === "" ? out : `${out}:${template.verb}`;
+  return out;
 }
 
-function operation(route: Route, operationId: string, schemas: SchemaSet): JsonObject {
+/** The path with every parameter unnamed: templates with the same shape are one OpenAPI path. */
+function shapeOf(parts: readonly PathPart[]): string {
+  return parts.map((p) => (p.kind === "literal" ? `/${p.value}` : "/{}")).join("");
+}
+
+function shapeKey(parts: readonly PathPart[], verb: string): string {
+  return verb === "" ? shapeOf(parts) : `${shapeOf(parts)}:${verb}`;
+}
+
+function renderPath(parts: readonly PathPart[], names: readonly string[], verb: string): string {
+  let n = 0;
+  const out = parts.map((p) => (p.kind === "literal" ? `/${p.value}` : `/{${names[n++] ?? p.ruleName}}`)).join("");
+  return verb === "" ? out : `${out}:${verb}`;
+}
+
+/**
+ * One set of parameter names per path shape (OpenAPI 3.1 allows no two
+ * templates that differ only in names): the Get's, else the Delete's, else
+ * the first route's (docs/design.md, "The OpenAPI document's paths and
+ * operation ids"). Keyed by shape and custom verb, as the path is.
+ */
+function parameterNames(routes: readonly Route[]): Map<string, string[]> {
+  const preference = (r: Route): number => ({ GET: 0, DELETE: 1 })[r.httpMethod] ?? 2;
+  const out = new Map<string, string[]>();
+  const rank = new Map<string, number>();
+  for (const route of routes) {
+    const parts = pathParts(route.template);
+    const key = shapeKey(parts, route.template.verb);
+    const p = preference(route);
+    if (out.has(key) && (rank.get(key) ?? 0) <= p) continue;
+    out.set(
+      key,
+      parts.flatMap((part) => (part.kind === "parameter" ? [part.ruleName] : [])),
+    );
+    rank.set(key, p);
+  }
+  return out;
+}
+
+/**
+ * The RPC name; an older API version's RPC whose name a newer version also
+ * declares gets its version as a prefix (`v1_CreateGroup`); an additional
+ * binding adds what differs from the main rule (`CreateGroupWithoutParent`,
+ * `UpdateGroupViaPatch`). docs/design.md, "The OpenAPI document's paths and
+ * operation ids".
+ */
+function operationIds(routes: readonly Route[]): Map<Route, string> {
+  const newest = new Map<string, number>();
+  for (const route of routes) {
+    const rank = versionRank(route.method.parent);
+    newest.set(route.method.name, Math.max(newest.get(route.method.name) ?? rank, rank));
+  }
+  const main = new Map<DescMethod, Route>();
+  const out = new Map<Route, string>();
+  const taken = new Map<string, Route>();
+  for (const route of routes) {
+    const method = route.method;
+    const first = main.get(method);
+    if (first === undefined) main.set(method, route);
+    const prefix = versionRank(method.parent) < (newest.get(method.name) ?? 0) ? `${versionOf(method.parent)}_` : "";
+    const id = `${prefix}${method.name}${first === undefined ? "" : bindingSuffix(first, route)}`;
+    const clash = taken.get(id);
+    if (clash !== undefined) {
+      throw new Error(`operation id ${id} of ${route.httpMethod} ${route.template.source} is taken by ${clash.template.source}`);
+    }
+    taken.set(id, route);
+    out.set(route, id);
+  }
+  return out;
+}
+
+/** What an additional binding does differently from the main one, as a name. */
+function bindingSuffix(main: Route, other: Route): string {
+  const fields = (r: Route): string[] => r.template.variables.map((v) => v.fieldPath.join("."));
+  let suffix = "";
+  if (other.httpMethod !== main.httpMethod) suffix += `Via${pascal(other.httpMethod.toLowerCase())}`;
+  for (const f of fields(main)) if (!fields(other).includes(f)) suffix += `Without${pascal(f)}`;
+  for (const f of fields(other)) if (!fields(main).includes(f)) suffix += `With${pascal(f)}`;
+  if (other.template.verb !== main.template.verb) suffix += other.template.verb === "" ? "WithoutVerb" : `As${pascal(other.template.verb)}`;
+  // Only literals differ: name it after them.
+  if (suffix === "") suffix = `At${pascal(shapeOf(pathParts(other.template)).replace(/\{\}/g, ""))}`;
+  return suffix;
+}
+
+/** `group.uid` → `GroupUid`, `/iam/v1/groups` → `IamV1Groups`. */
+function pascal(text: string): string {
+  return text
+    .split(/[^A-Za-z0-9]+/)
+    .filter((w) => w !== "")
+    .map((w) => w[0]?.toUpperCase() + w.slice(1))
+    .join("");
+}
+
+/** The package's version component (`platform.iam.v1` → `v1`), or the package when it has none. */
+function versionOf(service: DescService): string {
+  const pkg = service.file.proto.package;
+  return pkg.split(".").findLast((p) => VERSION.test(p)) ?? pkg.replaceAll(".", "_");
+}
+
+const VERSION = /^v(\d+)(?:(alpha|beta)(\d*))?$/;
+
+/** Orders API versions: v1alpha1 < v1beta1 < v1 < v2alpha1 < v2beta1 < v2. */
+function versionRank(service: DescService): number {
+  const m = VERSION.exec(versionOf(service));
+  if (m === null) return 0;
+  const stage = m[2] === undefined ? 2_000 : (m[2] === "beta" ? 1_000 : 0) + Number(m[3] || 0);
+  return Number(m[1]) * 10_000 + stage;
+}
+
+function operation(
+  route: Route,
+  operationId: string,
+  parts: readonly PathPart[],
+  names: readonly string[],
+  schemas: SchemaSet,
+): JsonObject {
   const method = route.method;
   const service = method.parent;
   const auth = hasOption(method, authorization) ? getOption(method, authorization) : undefined;
   const lines = [`Transcoded to \`${service.typeName}/${method.name}\` (the same call over gRPC and Connect).`];
   if (auth !== undefined && auth.capability !== "") lines.push(`Needs the capability \`${auth.capability}\`.`);
 
-  const parameters: JsonObject[] = [...pathParameters(route, schemas), ...queryParameters(route, schemas)];
+  const parameters: JsonObject[] = [...pathParameters(route, parts, names, schemas), ...queryParameters(route, schemas)];
   const op: JsonObject = {
     tags: [service.typeName],
     operationId,
@@ -169,30 +306,36 @@ function operation(route: Route, operationId: string, schemas: SchemaSet): JsonO
   return op;
 }
 
-function pathParameters(route: Route, schemas: SchemaSet): JsonObject[] {
+/** One parameter per template part, named as the document's path names it, saying which field it sets. */
+function pathParameters(route: Route, parts: readonly PathPart[], names: readonly string[], schemas: SchemaSet): JsonObject[] {
   const out: JsonObject[] = [];
-  route.template.variables.forEach((variable, i) => {
-    const binding = route.pathBindings[i];
+  let n = 0;
+  for (const part of parts) {
+    if (part.kind !== "parameter") continue;
+    const name = names[n++] ?? part.ruleName;
+    const index = part.variable === undefined ? -1 : route.template.variables.indexOf(part.variable);
+    const binding = route.pathBindings[index];
     const leaf = binding?.fields[binding.fields.length - 1];
-    if (leaf === undefined) return;
-    const description = variable.multiSegment
-      ? `Sets \`${binding?.jsonPath}\`. May hold \`/\`: send it as is, not as %2F.`
-      : `Sets \`${binding?.jsonPath}\`.`;
-    out.push({
-      name: variable.fieldPath.join("."),
-      in: "path",
-      required: true,
-      description,
-      schema: schemas.field(leaf, "request", "value"),
-    });
-  });
-  route.template.segments.forEach((segment, i) => {
-    const inVariable = route.template.variables.some((v) => i >= v.start && i < v.end);
-    if (segment.kind !== "literal" && !inVariable) {
-      out.push({ name: `_${i}`, in: "path", required: true, description: "Any segment; not read.", schema: { type: "string" } });
+    if (binding === undefined || leaf === undefined) {
+      out.push({ name, in: "path", required: true, description: "Any segment; not read.", schema: { type: "string" } });
+      continue;
     }
-  });
+    const lines = [`Sets the request's \`${binding.jsonPath}\`.`];
+    if (deepVariable(route.template, part.variable)) {
+      lines.push("May hold `/` (a uid below an organization): send it as is or percent-encoded (`%2F`).");
+    } else if (part.variable?.multiSegment === true) {
+      lines.push("Holds `/` between its segments: send it as is, not as `%2F`.");
+    }
+    out.push({ name, in: "path", required: true, description: lines.join(" "), schema: schemas.field(leaf, "request", "value") });
+  }
   return out;
+}
+
+/** Whether a variable ends in the template's `**`, where a `%2F` reads as `/`. */
+function deepVariable(template: PathTemplate, variable: TemplateVariable | undefined): boolean {
+  return (
+    variable !== undefined && variable.end === template.segments.length && template.segments[variable.end - 1]?.kind === "deep-wildcard"
+  );
 }
 
 /**

@@ -24,7 +24,14 @@ interface Node<T> {
 }
 
 export type TrieMatch<T> =
-  | { readonly kind: "found"; readonly value: T; readonly template: PathTemplate; readonly segments: readonly string[] }
+  | {
+      readonly kind: "found";
+      readonly value: T;
+      readonly template: PathTemplate;
+      readonly segments: readonly string[];
+      /** Where an encoded slash separated two segments (RequestPath.encodedSlashes). */
+      readonly encodedSlashes: readonly number[];
+    }
   | { readonly kind: "method-not-allowed"; readonly allowed: readonly string[] }
   | { readonly kind: "not-found" };
 
@@ -64,14 +71,23 @@ export class PathTrie<T> {
     byMethod.set(httpMethod, { template, value });
   }
 
-  /** Matches a URL path (without query string) and HTTP method. */
-  match(httpMethod: string, path: string): TrieMatch<T> {
+  /**
+   * Matches a URL path (without query string) and HTTP method, the path in
+   * its literal form (`%2F` as `/`) unless `expandEncodedSlashes` is false.
+   */
+  match(httpMethod: string, path: string, expandEncodedSlashes = true): TrieMatch<T> {
     let allowed: Set<string> | undefined;
-    for (const candidate of splitRequestPath(path)) {
+    for (const candidate of splitRequestPath(path, expandEncodedSlashes)) {
       const search = new Search<T>(candidate.segments, candidate.verb, httpMethod);
       const leaf = search.walk(this.root, 0);
       if (leaf !== undefined) {
-        return { kind: "found", value: leaf.value, template: leaf.template, segments: candidate.segments };
+        return {
+          kind: "found",
+          value: leaf.value,
+          template: leaf.template,
+          segments: candidate.segments,
+          encodedSlashes: candidate.encodedSlashes,
+        };
       }
       if (search.allowed !== undefined) {
         allowed ??= new Set();
@@ -116,7 +132,7 @@ class Search<T> {
     // An empty segment (`//`, trailing slash) never matches anything.
     if (segment === "") return undefined;
     if (node.literals.size > 0) {
-      const literal = percentDecode(segment, false);
+      const literal = percentDecode(segment);
       const next = literal === undefined ? undefined : node.literals.get(literal);
       if (next !== undefined) {
         const found = this.walk(next, i + 1);

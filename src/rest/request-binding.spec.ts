@@ -173,11 +173,11 @@ describe("query parameters", () => {
 
 describe("path variables", () => {
   it("set nested fields and multi-segment captures", () => {
-    const thing = bind<Thing>("GET", "/v1/issuers/acme%20corp/things/t%2F1");
+    const thing = bind<Thing>("GET", "/v1/issuers/acme%20corp/things/t%3A1");
     expect(thing.claimMatch?.issuer).toBe("acme corp");
-    expect(thing.name).toBe("t/1");
+    expect(thing.name).toBe("t:1");
     const deep = bind<Thing>("GET", "/v1/things/a/b%2Fc/d%20e");
-    expect(deep.name).toBe("a/b%2Fc/d e");
+    expect(deep.name).toBe("a/b/c/d e");
   });
 
   it("override the same field in the body", () => {

@@ -98,6 +98,11 @@ export function createRestHandler(opts: RestHandlerOptions): RestHandler {
       return;
     }
 
+    if (match.kind === "misplaced-slash") {
+      sendError(sink, invalidArgument(match.field, match.description), { domain: match.route.errorDomain, onInternalError });
+      return;
+    }
+
     const route = match.route;
     const clientGone = ClientGone.watch(res);
     try {

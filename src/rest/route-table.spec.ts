@@ -63,6 +63,57 @@ describe("RouteTable", () => {
     });
   });
 
+  it("reads %2F as / inside a ** capture, the route being the one the literal path has", () => {
+    expect(routeOf(table.match("GET", "/iam/v2beta1/groups/abc%2Fdef"))).toEqual({ rpc: "GetGroup", vars: { uid: "abc/def" } });
+    expect(routeOf(table.match("GET", "/iam/v2beta1/groups/a%2fb/c%2Fd"))).toEqual({ rpc: "GetGroup", vars: { uid: "a/b/c/d" } });
+    expect(routeOf(table.match("POST", "/iam/v2beta1/groups/p%2Fq"))).toEqual({ rpc: "CreateGroup", vars: { parent: "p/q" } });
+    expect(routeOf(table.match("PATCH", "/iam/v2beta1/groups/a%2Fb"))).toEqual({ rpc: "UpdateGroup", vars: { "group.uid": "a/b" } });
+    expect(routeOf(table.match("POST", "/v1/orgs%2Fo1%2Fteams:batchCreate"))).toEqual({
+      rpc: "BatchCreateThings",
+      vars: { parent: "orgs/o1/teams" },
+    });
+    // A literal's text after %2F is still just part of the uid, as it is in the plain path.
+    expect(routeOf(table.match("GET", "/iam/v2beta1/groups/x%2Fgroups"))).toEqual(
+      routeOf(table.match("GET", "/iam/v2beta1/groups/x/groups")),
+    );
+    // An escaped "%" is not a slash: the uid keeps the text, and its check refuses it.
+    expect(routeOf(table.match("GET", "/iam/v2beta1/groups/a%252Fb"))).toEqual({ rpc: "GetGroup", vars: { uid: "a%2Fb" } });
+  });
+
+  it("refuses a %2F that stands in for a fixed segment's slash, though the plain path has a route", () => {
+    for (const path of ["/iam/v2beta1/groups%2Fabc", "/iam%2Fv2beta1/groups", "/iam/v2beta1%2Fgroups/a"]) {
+      expect(routeOf(table.match("GET", path.replaceAll("%2F", "/"))).rpc, path).toMatch(/^(GetGroup|ListGroups)$/);
+      const m = table.match("GET", path);
+      expect(m.kind === "misplaced-slash" && [m.field, m.route.errorDomain], path).toEqual(["path", "iam.localhost"]);
+    }
+  });
+
+  it("refuses a %2F in a one-segment variable, naming the field", () => {
+    const refused = (method: string, path: string): string | undefined => {
+      const m = table.match(method, path);
+      return m.kind === "misplaced-slash" ? m.field : `${m.kind}`;
+    };
+    // The plain path matches no route: the path as sent names the variable.
+    expect(refused("GET", "/v1/issuers/acme/things/t%2F1")).toBe("name");
+    expect(refused("GET", "/v1/issuers/a%2Fb/things/t")).toBe("claimMatch.issuer");
+    expect(refused("POST", "/v1/things/a%2Fb:archive")).toBe("name");
+    // The plain path would be a 405 (GET /v1/things/{name=**}); the path as sent is the tags route.
+    expect(refused("PUT", "/v1/things/t%2Fx/tags")).toBe("name");
+    // The plain path matches, but its %2F is inside {thing.name=things/*}, which has no **.
+    expect(refused("PATCH", "/v1/things%2Ft1")).toBe("thing.name");
+  });
+
+  it("treats empty pieces around %2F as empty segments: no route", () => {
+    for (const path of [
+      "/iam/v2beta1/groups/a%2F%2Fb",
+      "/iam/v2beta1/groups/a%2F",
+      "/iam/v2beta1/groups/%2Fa",
+      "/iam/v2beta1/groups/%2F",
+    ]) {
+      expect(table.match("GET", path).kind, path).toBe("not-found");
+    }
+  });
+
   it("describes bindings: body, bound paths, response body and the implicit update mask", () => {
     const update = table.routes.find((r) => r.method.name === "UpdateGroup");
     expect(update?.body.kind).toBe("field");

@@ -59,6 +59,8 @@ export interface Route {
 
 export type RouteMatch =
   | { readonly kind: "found"; readonly route: Route; readonly captures: readonly CapturedValue[] }
+  /** An encoded slash where only a `/` would do: INVALID_ARGUMENT naming `field`. */
+  | { readonly kind: "misplaced-slash"; readonly route: Route; readonly field: string; readonly description: string }
   | { readonly kind: "method-not-allowed"; readonly allowed: readonly string[] }
   | { readonly kind: "not-found" };
 
@@ -92,10 +94,31 @@ export class RouteTable {
     this.routes = routes;
   }
 
+  /**
+   * Matches the path in its literal form (`%2F` read as `/`), so that an
+   * encoded slash never reaches a route the plain path would not; the match
+   * stands only when every `%2F` falls inside the route's `**` (docs/design.md,
+   * "Encoded slashes in REST paths").
+   */
   match(httpMethod: string, path: string): RouteMatch {
     const m = this.trie.match(httpMethod, path);
-    if (m.kind !== "found") return m;
-    return { kind: "found", route: m.value, captures: captureVariables(m.template, m.segments) };
+    if (m.kind === "found") {
+      const deep = deepStart(m.template);
+      const stray = m.encodedSlashes.find((k) => deep === undefined || k - 1 < deep);
+      if (stray === undefined) return { kind: "found", route: m.value, captures: captureVariables(m.template, m.segments) };
+      const at = (i: number): number => (deep === undefined ? i : Math.min(i, deep));
+      return misplacedSlash(m.value, m.template, [at(stray - 1), at(stray)]);
+    }
+    if (!ENCODED_SLASH.test(path)) return m;
+    // Nothing matched the literal form; if the path as sent puts a `%2F` into a
+    // one-segment variable, say so rather than "no route".
+    const asSent = this.trie.match(httpMethod, path, false);
+    if (asSent.kind === "found") {
+      const deep = deepStart(asSent.template) ?? Number.POSITIVE_INFINITY;
+      const at = asSent.segments.flatMap((s, i) => (i < deep && ENCODED_SLASH.test(s) ? [i] : []));
+      if (at.length > 0) return misplacedSlash(asSent.value, asSent.template, at);
+    }
+    return m;
   }
 
   /**
@@ -167,6 +190,27 @@ export class RouteTable {
       errorDomain,
     };
   }
+}
+
+const ENCODED_SLASH = /%2f/i;
+
+/** The template segment index of its trailing `**`, if it has one. */
+function deepStart(template: PathTemplate): number | undefined {
+  const last = template.segments.length - 1;
+  return template.segments[last]?.kind === "deep-wildcard" ? last : undefined;
+}
+
+/**
+ * The answer for a `%2F` next to template segments `at`: named after a
+ * variable there without a `**` (the fields a `%2F` cannot reach), else the path.
+ */
+function misplacedSlash(route: Route, template: PathTemplate, at: readonly number[]): RouteMatch {
+  const deep = deepStart(template);
+  const index = template.variables.findIndex((v) => (deep === undefined || v.end <= deep) && at.some((i) => i >= v.start && i < v.end));
+  const binding = index === -1 ? undefined : route.pathBindings[index];
+  const description = 'cannot hold an encoded slash (%2F): only a multi-segment ("**") parameter, such as a uid, may';
+  if (binding !== undefined) return { kind: "misplaced-slash", route, field: binding.jsonPath, description };
+  return { kind: "misplaced-slash", route, field: "path", description: `${description}; elsewhere send "/"` };
 }
 
 function isUnary(method: DescMethod): method is DescMethodUnary {

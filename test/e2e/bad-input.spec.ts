@@ -1,3 +1,4 @@
+import http from "node:http";
 import net from "node:net";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -114,6 +115,82 @@ describe.each<Protocol>(["grpc", "connect", "grpc-web"])("NUL and odd uids over 
     }
   });
 });
+
+describe("encoded slashes (%2F) in REST paths", () => {
+  it("refuses a %2F outside a ** capture with 400, naming the one-segment field or the path", async () => {
+    const probes: [string, string, string][] = [
+      // The plain path has a route (GET a group, list groups), but the %2F stands for a fixed segment's slash.
+      ["GET", `/iam/v2beta1/groups%2F${org}`, "path"],
+      ["GET", "/iam%2Fv2beta1/groups", "path"],
+      ["GET", "/iam/v2beta1%2Fgroups", "path"],
+      ["POST", `/iam/v2beta1/roleBindings%2F${org}:batchCreate`, "path"],
+      ["DELETE", `/iam/v1/groups%2F${org}`, "path"],
+      // {uid} of a root role binding is one segment.
+      ["GET", "/iam/v2beta1/rootRoleBindings/a%2Fb", "uid"],
+      ["DELETE", "/iam/v2beta1/rootRoleBindings/a%2fb", "uid"],
+    ];
+    for (const [method, path, field] of probes) expectBadRequest(await call(method, path), field, `${method} ${path}`);
+  });
+
+  it("routes a %2F path as its plain form would be: same answer for x%2Fgroups and x/groups", async () => {
+    const pairs: [string, string][] = [
+      [`/iam/v2beta1/groups/x%2Fgroups`, `/iam/v2beta1/groups/x/groups`],
+      [`/iam/v2beta1/groups/${org}%2Fgroups`, `/iam/v2beta1/groups/${org}/groups`],
+      [`/iam/v2beta1/roleBindings/${org}%2Fx:batchCreate`, `/iam/v2beta1/roleBindings/${org}/x:batchCreate`],
+    ];
+    for (const [encoded, plain] of pairs) {
+      const method = encoded.endsWith(":batchCreate") ? "POST" : "GET";
+      const a = await call(method, encoded, method === "POST" ? { requests: [] } : undefined);
+      const b = await call(method, plain, method === "POST" ? { requests: [] } : undefined);
+      expect([a.status, a.body["code"]], encoded).toEqual([b.status, b.body["code"]]);
+      expect(a.status, encoded).toBe(400);
+      expect(a.body["message"], encoded).toBe(b.body["message"]);
+    }
+  });
+
+  it("keeps every other decoding rule inside a ** capture: NUL, bad escapes, %25, .., empty pieces, huge", async () => {
+    const probes: [string, string][] = [
+      [`/iam/v2beta1/groups/${org}%2F%00`, "uid"],
+      [`/iam/v2beta1/groups/${org}%2F%zz`, "uid"],
+      [`/iam/v2beta1/groups/${org}%2F%C3`, "uid"],
+      [`/iam/v2beta1/groups/${org}%252F0123456789abcdef`, "uid"],
+      [`/iam/v2beta1/groups/${org}%2F..%2F0123456789abcdef`, "uid"],
+      [`/iam/v2beta1/groups/${org}%2F%2E%2E`, "uid"],
+      [`/iam/v2beta1/groups/${org}${"%2F0123456789abcdef".repeat(400)}`, "uid"],
+      [`/iam/v1/groups/${org}%2F%00`, "id"],
+    ];
+    for (const [path, field] of probes) {
+      // v1 has no GET of one group.
+      const res = await rawRequest(path.startsWith("/iam/v1/") ? "DELETE" : "GET", path);
+      expectBadRequest(res, field, path);
+    }
+    // Empty pieces are empty segments, as `//` is: no route.
+    for (const path of [`/iam/v2beta1/groups/${org}%2F%2F0123456789abcdef`, `/iam/v2beta1/groups/${org}%2F`, "/iam/v2beta1/groups/%2F"]) {
+      expect((await rawRequest("GET", path)).status, path).toBe(404);
+    }
+    // Past Node's header limit a path is refused before any route sees it.
+    expect((await rawRequest("GET", `/iam/v2beta1/groups/${org}${"%2Fa".repeat(6000)}`)).status).toBe(431);
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+  });
+});
+
+/** A GET with the path sent exactly as written (fetch and undici would normalise `..` or refuse odd escapes). */
+function rawRequest(method: string, path: string): Promise<{ status: number; body: JsonObject }> {
+  const url = new URL(server.url);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      { host: url.hostname, port: url.port, method, path, headers: { authorization: `Bearer ${server.token}` } },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (c: string) => (text += c));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text.startsWith("{") ? (JSON.parse(text) as JsonObject) : {} }));
+      },
+    );
+    req.on("error", reject);
+    req.end();
+  });
+}
 
 describe("uids deeper or longer than any the service makes", () => {
   // The report's request: 40 hex and 4,000 (68 KB) or 30,000 (510 KB) segments. Each prefix

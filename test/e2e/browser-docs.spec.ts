@@ -8,8 +8,9 @@ import { sharedServer } from "../support/shared-server.js";
 
 // The Swagger UI page at /docs, in a real Chromium (test/support/chromium.ts):
 // it renders the operations from /openapi.json and calls the API under the
-// page's strict Content-Security-Policy, with every file from this server
-// and nothing fetched from anywhere else.
+// page's strict Content-Security-Policy (a child resource too: its uid is
+// sent as `%2F`), with every file from this server and nothing fetched from
+// anywhere else.
 
 let server: TestServer;
 let browser: Browser;
@@ -21,6 +22,21 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
 });
+
+/** A new organization's child group, made over REST; its uid holds a `/`. */
+async function childGroup(): Promise<string> {
+  const post = async (path: string, name: string): Promise<string> => {
+    const res = await fetch(`${server.url}${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${server.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ name }),
+    });
+    expect(res.status).toBe(200);
+    return ((await res.json()) as { uid: string }).uid;
+  };
+  const org = await post("/iam/v2beta1/groups", "docs-try-org");
+  return post(`/iam/v2beta1/groups/${org}`, "docs-try-child");
+}
 
 describe("GET /docs in a browser", () => {
   it("lists the operations, with no console error, failed request or other host", async () => {
@@ -65,6 +81,21 @@ describe("GET /docs in a browser", () => {
     await status.first().waitFor({ state: "visible" });
     expect((await status.first().innerText()).trim()).toBe("200");
     expect(requested.some((u) => u.startsWith(`${server.url}/iam/v2beta1/groups`))).toBe(true);
+
+    // "Try it out" on a child resource: the page sends the child's uid percent-encoded (`%2F`), and the server takes it.
+    const child = await childGroup();
+    const getGroup = page.locator('.opblock-get:has(.opblock-summary-path[data-path="/iam/v2beta1/groups/{uid}"])').first();
+    await getGroup.locator(".opblock-summary-control").click();
+    await getGroup.locator(".try-out__btn").click();
+    await getGroup.locator('tr[data-param-name="uid"] input').fill(child);
+    await getGroup.locator(".execute").click();
+    const childStatus = getGroup.locator(".live-responses-table tr.response .response-col_status").first();
+    await childStatus.waitFor({ state: "visible" });
+    expect((await childStatus.innerText()).trim()).toBe("200");
+    await expect(getGroup.locator(".live-responses-table tr.response .response-col_description").first().innerText()).resolves.toContain(
+      `"uid": "${child}"`,
+    );
+    expect(requested).toContain(`${server.url}/iam/v2beta1/groups/${child.replace("/", "%2F")}`);
 
     const origin = new URL(server.url).origin;
     const elsewhere = requested.filter((u) => !u.startsWith("data:") && new URL(u).origin !== origin);

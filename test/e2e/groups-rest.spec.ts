@@ -61,6 +61,26 @@ describe("groups over REST", () => {
     expect(got.body).toEqual(grandchild);
   });
 
+  it("takes a child's uid with its slash percent-encoded (%2F), as generated clients send it", async () => {
+    const root = await createGroup({ name: "encoded-org" });
+    const enc = (uid: unknown): string => encodeURIComponent(String(uid));
+    const child = await createGroup({ name: "team-enc" }, enc(root["uid"]));
+    expect(child["uid"]).toMatch(new RegExp(`^${root["uid"]}/[0-9a-f]{16}$`));
+    expect(enc(child["uid"])).toContain("%2F");
+    const grandchild = await createGroup({ name: "sub-enc" }, enc(child["uid"]));
+    const got = await call("GET", `/iam/v2beta1/groups/${enc(grandchild["uid"])}`);
+    expect(got.status, JSON.stringify(got.body)).toBe(200);
+    expect(got.body).toEqual(grandchild);
+    // Lower-case %2f and a mix with a plain slash are the same uid.
+    const mixed = String(grandchild["uid"]).replace("/", "%2f");
+    expect((await call("GET", `/iam/v2beta1/groups/${mixed}`)).body).toEqual(grandchild);
+    const patched = await call("PATCH", `/iam/v2beta1/groups/${enc(child["uid"])}`, { description: "patched" });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    expect(patched.body["description"]).toBe("patched");
+    expect((await call("DELETE", `/iam/v2beta1/groups/${enc(grandchild["uid"])}`)).status).toBe(200);
+    expect((await call("GET", `/iam/v2beta1/groups/${grandchild["uid"]}`)).status).toBe(404);
+  });
+
   it("ignores output-only fields in a create body", async () => {
     const g = await createGroup({ name: "sneaky", verified: true, uid: "abc", createTime: "2001-01-01T00:00:00Z" });
     expect(g["verified"]).toBe(false);

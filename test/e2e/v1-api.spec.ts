@@ -116,6 +116,22 @@ describe("groups in v1", () => {
     expect(bindings.map((b) => b["role"])).toEqual(["owner"]);
   });
 
+  it("takes a child's id with its slash percent-encoded (%2F) on every route, as v2 does", async () => {
+    const org = await newOrg();
+    const enc = (id: unknown): string => encodeURIComponent(String(id));
+    const child = await post(`/iam/v1/groups/${enc(org)}`, { name: "v1-enc-child" });
+    expect(child["id"]).toMatch(new RegExp(`^${org}/[0-9a-f]{16}$`));
+    const grandchild = await post(`/iam/v1/groups/${enc(child["id"])}`, { name: "v1-enc-grandchild" });
+    expect(grandchild["id"]).toMatch(new RegExp(`^${child["id"]}/[0-9a-f]{16}$`));
+    for (const method of ["PUT", "PATCH"]) {
+      const updated = await call(method, `/iam/v1/groups/${enc(child["id"])}`, { name: "v1-enc-child", description: method });
+      expect(updated.status, JSON.stringify(updated.body)).toBe(200);
+      expect(updated.body["description"]).toBe(method);
+    }
+    expect(await ok(call("DELETE", `/iam/v1/groups/${enc(grandchild["id"])}`))).toEqual({});
+    expect((await call("GET", `/iam/v2beta1/groups/${grandchild["id"]}`)).status).toBe(404);
+  });
+
   it("ignores output-only fields in a create body", async () => {
     const g = await post("/iam/v1/groups", { name: "sneaky", id: "x", verified: true, createdAt: "2001-01-01T00:00:00Z" });
     expect(g["id"]).toMatch(/^[0-9a-f]{40}$/);
