@@ -316,6 +316,29 @@ describe("SecurityTokenService/ExchangeToken", () => {
     }
   });
 
+  it("bounds the RPC's input as the HTTP door's: nine audiences, a NUL, a message over 64 KiB", async () => {
+    const client = connectClient(SecurityTokenService, server.url, "");
+    const refusal = (p: Promise<unknown>) =>
+      p.then(
+        () => undefined,
+        (e: unknown) => e as ConnectError,
+      );
+    const tooMany = await refusal(
+      client.exchangeToken({ audiences: Array<string>(9).fill(server.app.urls.baseUrl), identity, subjectToken: await oidcToken() }),
+    );
+    expect(tooMany?.code).toBe(Code.InvalidArgument);
+    expect(tooMany?.rawMessage).toBe("Invalid argument: aud: is given 9 times; at most 8");
+    const nul = await refusal(
+      client.exchangeToken({ audiences: [server.app.urls.baseUrl], identity: `${identity}\u0000`, subjectToken: "x" }),
+    );
+    expect(nul?.code).toBe(Code.InvalidArgument);
+    expect(nul?.rawMessage).toContain("Invalid argument: identity:");
+    const huge = await refusal(
+      client.exchangeToken({ audiences: [server.app.urls.baseUrl], identity, subjectToken: "x".repeat(70 * 1024) }),
+    );
+    expect(huge?.code).toBe(Code.ResourceExhausted);
+  });
+
   it("is listed by reflection beside the API", async () => {
     const [answer] = await reflect("v1", `127.0.0.1:${server.app.port}`, [{ list_services: "" }]);
     const names = answer?.list_services_response?.service.map((s) => s.name) ?? [];
