@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // protoc-gen-api-index: writes gen/api-index.ts, the index of the API the protos
 // under platform/ define (docs/design.md, "Tokens and access"): every service
-// descriptor, and every capability a method declares in
+// descriptor, the public services apart (their methods declare `public`: anyone
+// may call them, beside the API), and every capability a method declares in
 // `option (platform.common.v1.authorization)`. The capability catalogue
 // (src/capabilities/capabilities.ts) and the service check (src/services/index.ts) are
 // built from it, so a new resource needs no hand-edited list.
@@ -33,7 +34,15 @@ function generateTs(schema) {
   const files = schema.files.filter((f) => f.name.startsWith("platform/")).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   if (files.length === 0) return;
   const authorization = authorizationExtension(schema);
-  const services = files.flatMap((f) => f.services);
+  const all = files.flatMap((f) => f.services);
+  const isPublic = (s) => s.methods.length > 0 && s.methods.every((m) => getOption(m, authorization).public);
+  for (const s of all) {
+    if (!isPublic(s) && s.methods.some((m) => getOption(m, authorization).public)) {
+      throw new Error(`${s.typeName} mixes public methods with others: a public method goes in a service of its own`);
+    }
+  }
+  const services = all.filter((s) => !isPublic(s));
+  const publicServices = all.filter(isPublic);
   const capabilities = [
     ...new Set(services.flatMap((s) => s.methods.map((m) => getOption(m, authorization).capability).filter((c) => c !== ""))),
   ].sort();
@@ -44,9 +53,14 @@ function generateTs(schema) {
   f.print("/* eslint-disable */");
   f.print();
   const DescService = f.import("DescService", "@bufbuild/protobuf", true);
-  f.print(f.jsDoc("Every service under proto/platform, by file name then declaration order."));
+  f.print(f.jsDoc("Every API service under proto/platform (all but the public ones), by file name then declaration order."));
   f.print(f.export("const", "API_SERVICE_DESCRIPTORS"), ": readonly ", DescService, "[] = [");
   for (const s of services) f.print("  ", f.importSchema(s), ",");
+  f.print("];");
+  f.print();
+  f.print(f.jsDoc("Every public service under proto/platform (its methods declare `public`), by file name then declaration order."));
+  f.print(f.export("const", "PUBLIC_SERVICE_DESCRIPTORS"), ": readonly ", DescService, "[] = [");
+  for (const s of publicServices) f.print("  ", f.importSchema(s), ",");
   f.print("];");
   f.print();
   f.print(f.jsDoc("Every capability a method of those services declares, sorted, without duplicates."));

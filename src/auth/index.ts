@@ -7,3 +7,4 @@ export { OidcIssuers } from "./oidc-issuers.js";
 export { OutboundBudgets, type OutboundLimits } from "./outbound-budgets.js";
 export { ExchangeLimits, PerMinuteLimit } from "./exchange-limits.js";
 export { exchangeIdentity, exchangeToken, type TokenExchangeDeps } from "./token-exchange.js";
+export { exchangeRoute, exchangeRpc, type ExchangeOutcome } from "./exchange-front-doors.js";

@@ -5,7 +5,7 @@ import { LRUCache } from "lru-cache";
 import { organizationOf, schema, UID_SHAPES, type Database, type Executor } from "../db/index.js";
 import { checkText } from "../descriptors/index.js";
 import { budgetSpent } from "../egress/index.js";
-import { invalidArgument, rateLimited, unauthenticated } from "../errors/index.js";
+import { clip, invalidArgument, rateLimited, required, unauthenticated } from "../errors/index.js";
 import type { EventRecorder } from "../events/index.js";
 import { issuerPatternOrigin, matchesClaimPattern } from "../services/iam/claim-pattern.js";
 import type { ExchangeLimits } from "./exchange-limits.js";
@@ -42,8 +42,12 @@ const BUSY_RETRY_SECONDS = 5;
 /** The event type of a token exchange (docs/design.md, "Events"). */
 export const TOKEN_EXCHANGED_EVENT = "platform.auth.token.exchanged.v1";
 
+/** The most audiences one exchange may ask for (every one must be accepted, and all name one service). */
+export const MAX_REQUESTED_AUDIENCES = 8;
+
 export interface ExchangeRequest {
-  audience: string;
+  /** The audiences asked for (`aud`, repeatable): each accepted, all naming one service; the token carries that one. */
+  audiences: readonly string[];
   identityUid: string;
   /** The caller's OIDC token (the bearer token of the exchange request). */
   oidcToken: string | undefined;
@@ -74,6 +78,46 @@ function subjectMatches(identity: IdentityRow, sub: string): boolean {
   return identity.claimSubjectPattern ? matchesClaimPattern(identity.claimSubjectPattern, sub) : false;
 }
 
+// A loopback URL has two spellings that reach the same listener: the default base URL says
+// `localhost`, the default listener is 127.0.0.1, and clients use either (docs/design.md,
+// "Running"). Both are taken wherever a URL of this service is compared; nothing else is.
+const LOOPBACK_HOST = /^(https?:\/\/)(localhost|127\.0\.0\.1)(?=[:/]|$)/i;
+
+/** `url` and, for a `localhost` or `127.0.0.1` URL, the same URL in the other spelling. */
+export function loopbackSpellings(url: string): string[] {
+  const m = LOOPBACK_HOST.exec(url);
+  if (!m) return [url];
+  const other = m[2]!.toLowerCase() === "localhost" ? "127.0.0.1" : "localhost";
+  return [url, `${m[1]}${other}${url.slice(m[0].length)}`];
+}
+
+/**
+ * The one audience the token is minted for: every value asked for must be one of `accepted`
+ * (either loopback spelling), and all must name the same one. A token for the API and the
+ * registry at once is refused: each service gets a token of its own, so a token leaked from
+ * one cannot be used at the other (docs/security.md, "What the exchange checks").
+ */
+export function requestedAudience(asked: readonly string[], accepted: readonly string[]): string {
+  if (asked.length > MAX_REQUESTED_AUDIENCES)
+    throw invalidArgument("aud", `is given ${asked.length} times; at most ${MAX_REQUESTED_AUDIENCES}`);
+  let chosen: string | undefined;
+  for (const value of asked) {
+    checkText(value, "aud");
+    if (!value) continue;
+    const canonical = accepted.find((a) => loopbackSpellings(a).includes(value));
+    if (!canonical) throw invalidArgument("aud", `"${clip(value, 200)}" is not accepted: must be one of ${accepted.join(", ")}`);
+    if (chosen !== undefined && chosen !== canonical) {
+      throw invalidArgument(
+        "aud",
+        `"${clip(value, 200)}" names another service than "${chosen}": a token is for one service; exchange once for each`,
+      );
+    }
+    chosen = canonical;
+  }
+  if (chosen === undefined) throw required("aud");
+  return chosen;
+}
+
 /** The most `aud` values a workload token may carry. */
 export const MAX_TOKEN_AUDIENCES = 32;
 
@@ -99,8 +143,8 @@ export function audienceAccepted(
         (identity.claimAudiencePattern !== "" && matchesClaimPattern(identity.claimAudiencePattern, a)),
     );
   }
-  const bare = authUrl.replace(/\/+$/, "");
-  return values.some((a) => a === bare || a === `${bare}/`);
+  const bare = loopbackSpellings(authUrl.replace(/\/+$/, ""));
+  return values.some((a) => bare.includes(a) || bare.includes(a.replace(/\/$/, "")));
 }
 
 /**
@@ -108,8 +152,9 @@ export function audienceAccepted(
  * one-hour API token of that identity. Every failure about the token or the
  * identity is the same UNAUTHENTICATED, so callers learn nothing from it.
  */
-export async function exchangeToken(deps: TokenExchangeDeps, req: ExchangeRequest): Promise<MintedToken> {
-  return deps.tokens.mint(await exchangeIdentity(deps, req), req.audience);
+export async function exchangeToken(deps: TokenExchangeDeps, req: ExchangeRequest): Promise<MintedToken & { audience: string }> {
+  const { identity, audience } = await exchangeChecks(deps, req);
+  return { ...(await deps.tokens.mint(identity, audience)), audience };
 }
 
 /**
@@ -119,12 +164,15 @@ export async function exchangeToken(deps: TokenExchangeDeps, req: ExchangeReques
  * (docs/design.md, "The image registry") and signs its own token.
  */
 export async function exchangeIdentity(deps: TokenExchangeDeps, req: ExchangeRequest): Promise<string> {
+  return (await exchangeChecks(deps, req)).identity;
+}
+
+/** Every check of the exchange: the identity accepted and the one audience its token is for. */
+async function exchangeChecks(deps: TokenExchangeDeps, req: ExchangeRequest): Promise<{ identity: string; audience: string }> {
   await deps.limits.fromAddress(req.clientAddress);
-  checkText(req.audience, "aud");
+  const audience = requestedAudience(req.audiences, deps.audiences);
   checkText(req.identityUid, "identity");
-  if (!req.audience) throw invalidArgument("aud", "is required");
-  if (!deps.audiences.includes(req.audience)) throw invalidArgument("aud", `must be one of ${deps.audiences.join(", ")}`);
-  if (!req.identityUid) throw invalidArgument("identity", "is required");
+  if (!req.identityUid) throw required("identity");
   // Only identities held by a group are assumable: root-level ones are the
   // bootstrap identity and people who signed in with a browser.
   if (!UID_SHAPES.child.test(req.identityUid)) throw invalidArgument("identity", "is not the uid of an identity held by a group");
@@ -140,7 +188,7 @@ export async function exchangeIdentity(deps: TokenExchangeDeps, req: ExchangeReq
     if (claimed === undefined || !deps.issuers.hasKeys(claimed)) throw over;
   }
   try {
-    return await exchangeChecked(deps, req, over !== undefined);
+    return { identity: await exchangeChecked(deps, { ...req, audience }, over !== undefined), audience };
   } catch (e) {
     if (e instanceof ConnectError && e.code === Code.Unauthenticated) await deps.limits.refusedFor(req.identityUid);
     throw e;
@@ -159,10 +207,14 @@ function claimedIssuer(token: string | undefined): string | undefined {
 }
 
 /** The exchange after its limits; `cachedKeysOnly`: the identity is over its count of refusals. */
-async function exchangeChecked(deps: TokenExchangeDeps, req: ExchangeRequest, cachedKeysOnly: boolean): Promise<string> {
+async function exchangeChecked(
+  deps: TokenExchangeDeps,
+  req: ExchangeRequest & { audience: string },
+  cachedKeysOnly: boolean,
+): Promise<string> {
   const reject = (reason: string) => {
     deps.onRejected(reason);
-    return unauthenticated("the token was not accepted for this identity");
+    return unauthenticated("the token was not accepted for this identity", req.oidcToken !== undefined);
   };
   if (!req.oidcToken) throw reject("no bearer token");
   const [identity] = await deps.db.select().from(schema.identities).where(eq(schema.identities.uid, req.identityUid));

@@ -51,7 +51,7 @@ export class TokenService {
    * Every failure is the same UNAUTHENTICATED, so the answer is no oracle.
    */
   async verify(token: string, audiences: string[]): Promise<VerifiedToken> {
-    const reject = () => unauthenticated("the bearer token is missing, malformed, expired or not meant for this service");
+    const reject = () => unauthenticated("the bearer token is missing, malformed, expired or not meant for this service", true);
     const cached = this.verified.get(token);
     if (cached) {
       if (cached.expiry.getTime() > this.clock().getTime() && audiences.includes(cached.audience)) return cached;

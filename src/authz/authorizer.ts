@@ -142,13 +142,13 @@ export class Authorizer implements StreamAccess {
     const principal = call.values.get(principalKey);
     if (!principal) throw unauthenticated("missing credentials");
     if (principal.audience === opts.registryAudience && !service.startsWith("platform.registry.")) {
-      throw unauthenticated("a registry token is valid only for the registry API");
+      throw unauthenticated("a registry token is valid only for the registry API", true);
     }
     const decl = this.declared(call.method);
     if (!decl) throw permissionDenied(`${call.method.name} declares no authorization`);
 
     const grants = await opts.grants.get(principal.identityUid);
-    if (!grants.identity.exists) throw unauthenticated("the identity this token was issued to no longer exists");
+    if (!grants.identity.exists) throw unauthenticated("the identity this token was issued to no longer exists", true);
     const denied = () => permissionDenied(`the caller lacks ${decl.capability} here`);
     switch (decl.scope) {
       case Authorization_Scope.RESOURCE: {
@@ -204,10 +204,11 @@ export class Authorizer implements StreamAccess {
     if (this.opts.clock().getTime() >= principal.expiry.getTime()) {
       throw unauthenticated(
         "the token this stream was opened with has expired: open it again with a new token (resume after the last event id received)",
+        true,
       );
     }
     const grants = await this.opts.grants.get(principal.identityUid);
-    if (!grants.identity.exists) throw unauthenticated("the identity this token was issued to no longer exists");
+    if (!grants.identity.exists) throw unauthenticated("the identity this token was issued to no longer exists", true);
     const visibility = grants.visibility(decl.capability);
     if (!visibility.all && visibility.roots.length === 0) {
       throw permissionDenied(`the caller holds ${decl.capability} nowhere, so there is nothing to stream`);

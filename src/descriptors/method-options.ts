@@ -8,6 +8,11 @@ export function declaredAuthorization(method: DescMethod): Authorization | undef
   return decl.capability && decl.scope !== Authorization_Scope.UNSPECIFIED ? decl : undefined;
 }
 
+/** Whether `method` declares itself public (no API token: its request carries its own credential). */
+export function declaredPublic(method: DescMethod): boolean {
+  return getOption(method, authorization).public;
+}
+
 const eventTypes = new Map<DescMethod, string>();
 
 /** The event type `method` declares (`option (platform.common.v1.event_type)`), or "" for a method that writes nothing. */

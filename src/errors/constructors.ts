@@ -25,15 +25,40 @@ export function clip(text: string, max = MAX_ERROR_TEXT): string {
 export interface FieldViolation {
   field: string;
   description: string;
+  /** The violation's kind, UPPER_SNAKE_CASE (google.rpc.BadRequest.FieldViolation.reason); REQUIRED for an empty required field. */
+  reason?: string;
 }
+
+/** What a violation of an empty required field says, and its reason (docs/design.md, "Errors"). */
+export const REQUIRED_DESCRIPTION = "is required";
+export const REQUIRED_REASON = "REQUIRED";
 
 export function invalidArgument(field: string, description: string): ConnectError {
   return invalidArguments([{ field, description }]);
 }
 
-/** INVALID_ARGUMENT with one BadRequest violation per field; the message names the first. */
+/**
+ * INVALID_ARGUMENT for a required field left empty: the violation's reason is REQUIRED, so a
+ * client can tell "missing" from "malformed" without reading the text; `rule` says what a
+ * value must also be (a group's name pattern), after "is required".
+ */
+export function required(field: string, rule?: string): ConnectError {
+  return invalidArguments([
+    { field, description: rule ? `${REQUIRED_DESCRIPTION} and ${rule}` : REQUIRED_DESCRIPTION, reason: REQUIRED_REASON },
+  ]);
+}
+
+/**
+ * INVALID_ARGUMENT with one BadRequest violation per field; the message names the first. A
+ * violation that says only "is required" is a REQUIRED one wherever it was made, so every
+ * required-field check answers alike.
+ */
 export function invalidArguments(given: FieldViolation[]): ConnectError {
-  const violations = given.map((v) => ({ field: clip(v.field), description: clip(v.description) }));
+  const violations = given.map((v) => ({
+    field: clip(v.field),
+    description: clip(v.description),
+    reason: v.reason ?? (v.description === REQUIRED_DESCRIPTION ? REQUIRED_REASON : ""),
+  }));
   const first = violations[0] ?? { field: "request", description: "is invalid" };
   return new ConnectError(`Invalid argument: ${first.field}: ${first.description}`, Code.InvalidArgument, undefined, [
     { desc: BadRequestSchema, value: create(BadRequestSchema, { fieldViolations: violations }) },
@@ -110,9 +135,20 @@ export function permissionDenied(description: string, reason?: string): ConnectE
   return new ConnectError(`Permission denied: ${clip(description)}`, Code.PermissionDenied, undefined, details);
 }
 
-export function unauthenticated(description: string): ConnectError {
-  return new ConnectError(`Unauthenticated: ${clip(description)}`, Code.Unauthenticated);
+/**
+ * UNAUTHENTICATED. Its `www-authenticate` metadata is the RFC 6750 challenge an HTTP answer
+ * carries (docs/design.md, "Errors"): `Bearer`, with `error="invalid_token"` when `tokenRefused`
+ * (a token was given and not accepted).
+ */
+export function unauthenticated(description: string, tokenRefused = false): ConnectError {
+  return new ConnectError(`Unauthenticated: ${clip(description)}`, Code.Unauthenticated, {
+    "www-authenticate": tokenRefused ? BEARER_INVALID_TOKEN : BEARER_CHALLENGE,
+  });
 }
+
+/** RFC 6750's challenges: no token, and a token that was given and refused. */
+export const BEARER_CHALLENGE = "Bearer";
+export const BEARER_INVALID_TOKEN = 'Bearer error="invalid_token"';
 
 export function unimplemented(description: string): ConnectError {
   return new ConnectError(`Unimplemented: ${clip(description)}`, Code.Unimplemented);

@@ -7,7 +7,8 @@ const ERROR_INFO_TYPE = ErrorInfoSchema.typeName;
 
 /**
  * The ErrorInfo domain for a fully qualified service name:
- * `platform.iam.v2beta1.GroupsService` → `iam.<serviceDomain>`.
+ * `platform.iam.v2beta1.GroupsService` → `iam.<serviceDomain>`, `platform.registry.v2beta1.ReposService`
+ * → `registry.<serviceDomain>` (docs/design.md, "Errors").
  */
 export function errorDomainForService(serviceTypeName: string, serviceDomain: string): string {
   const parts = serviceTypeName.split(".");

@@ -4,6 +4,10 @@
 export {
   invalidArgument,
   invalidArguments,
+  required,
+  REQUIRED_REASON,
+  BEARER_CHALLENGE,
+  BEARER_INVALID_TOKEN,
   failedPrecondition,
   notFound,
   alreadyExists,

@@ -1,5 +1,6 @@
 import type { JsonValue } from "@bufbuild/protobuf";
-import { httpStatusFromCode, toConnectError, toStatusJson, withErrorInfo } from "../errors/index.js";
+import { Code } from "@connectrpc/connect";
+import { BEARER_CHALLENGE, httpStatusFromCode, toConnectError, toStatusJson, withErrorInfo } from "../errors/index.js";
 
 // Writing JSON answers: success JSON and google.rpc.Status errors, for HTTP/1.1 and HTTP/2
 // (compat API) alike, by REST and every plain route.
@@ -36,8 +37,13 @@ export interface ErrorOptions {
 /** Renders any thrown value as a google.rpc.Status body with the matching HTTP status. */
 export function sendError(res: ResponseSink, thrown: unknown, opts: ErrorOptions): void {
   const err = withErrorInfo(toConnectError(thrown, opts.onInternalError), opts.domain);
+  let headers = opts.headers;
   // UNAVAILABLE and a rate limit's RESOURCE_EXHAUSTED say when to retry.
   const retryAfter = err.metadata.get("retry-after");
-  const headers = retryAfter ? { ...opts.headers, "retry-after": retryAfter } : opts.headers;
+  if (retryAfter) headers = { ...headers, "retry-after": retryAfter };
+  // Every 401 names the scheme it wants (RFC 6750): the error's own challenge, or plain Bearer.
+  if (err.code === Code.Unauthenticated && opts.status === undefined) {
+    headers = { ...headers, "www-authenticate": err.metadata.get("www-authenticate") ?? BEARER_CHALLENGE };
+  }
   sendJson(res, opts.status ?? httpStatusFromCode(err.code), toStatusJson(err), headers);
 }

@@ -312,7 +312,10 @@ export function registryNotificationsRoute(deps: RegistryNotificationsDeps): Rou
       if (!given || !sameSecret(given, deps.secret)) {
         // The body is never read: over HTTP/1.1 the connection closes instead of draining it.
         if (req.httpVersionMajor === 1) res.setHeader("connection", "close");
-        throw unauthenticated("the registry notifications endpoint takes the secret of the registry's configuration as a bearer token");
+        throw unauthenticated(
+          "the registry notifications endpoint takes the secret of the registry's configuration as a bearer token",
+          given !== undefined,
+        );
       }
       let body: Uint8Array;
       try {

@@ -335,7 +335,7 @@ export function registryTokenRoute(deps: RegistryTokenDeps): Route {
     if (!request.oidc || !UID_SHAPES.child.test(user))
       throw refused("the password is not a platform token, and the user name is no workload identity's uid");
     try {
-      return await exchangeIdentity(deps.exchange, { audience: deps.service, identityUid: user, oidcToken: secret, clientAddress });
+      return await exchangeIdentity(deps.exchange, { audiences: [deps.service], identityUid: user, oidcToken: secret, clientAddress });
     } catch (e) {
       if (e instanceof ConnectError && e.code === Code.Unauthenticated) throw refused("the OIDC token was not accepted for the identity");
       throw e;

@@ -114,7 +114,7 @@ export function buildOpenApiDocument(opts: OpenApiOptions): JsonObject {
           scheme: "bearer",
           bearerFormat: "JWT",
           description:
-            "An API token (`Authorization: Bearer <token>`): from `platformctl login`, the token exchange, or the admin token file.",
+            "An API token (`Authorization: Bearer <token>`): from `platformctl auth login`, the token exchange, or the admin token file.",
         },
       },
       responses,

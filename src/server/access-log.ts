@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createContextKey, createContextValues, type ContextValues } from "@connectrpc/connect";
 import type { Logger } from "pino";
+import { clientAddressKey } from "../caller/index.js";
 import type { NodeRequest as Req, NodeResponse as Res } from "../http/types.js";
 
 /** What the call pipeline adds to a request's access-log line. */
@@ -75,6 +76,7 @@ export class AccessLog {
   /** Context values for a call of `req`, carrying its record to the pipeline. */
   contextValues(req: Req): ContextValues {
     const values = createContextValues();
+    values.set(clientAddressKey, req.socket.remoteAddress);
     const record = (req as Recorded)[RECORD];
     if (record) values.set(accessRecordKey, record);
     return values;

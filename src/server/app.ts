@@ -12,10 +12,12 @@ import {
   SigningKeys,
   TokenService,
   bootstrapAdminToken,
+  exchangeRpc,
   writeAdminToken,
   type MintedToken,
   type TokenExchangeDeps,
 } from "../auth/index.js";
+import { SecurityTokenService } from "../../gen/platform/sts/v1/sts_pb.js";
 import { AdminTokenRenewal } from "../auth/admin-token-renewal.js";
 import { devIssuer, loginRoutes } from "../auth/login/index.js";
 import { Authorizer, GRANTS_CHANGED_CHANNEL, Grants, GrantsCache } from "../authz/index.js";
@@ -447,11 +449,14 @@ function requestHandler(deps: HandlerDeps): RequestHandler {
     for (const bound of implementations) bound.register(router);
     // Anyone may call these: their messages are read up to ANONYMOUS_BODY_BYTES (docs/security.md, "Connections").
     const publicOptions = { readMaxBytes: ANONYMOUS_BODY_BYTES };
-    registerReflection(router, descriptors, publicOptions);
+    // The token exchange as an RPC: the same implementation as /sts/exchange (docs/design.md, "Tokens and access").
+    router.service(SecurityTokenService, exchangeRpc({ exchange, onOutcome: (o) => metrics.tokenExchange(o) }), publicOptions);
+    const served = [...descriptors, SecurityTokenService];
+    registerReflection(router, served, publicOptions);
     registerHealth(
       router,
       { status: async () => ((await ready()) ? "SERVING" : "NOT_SERVING") },
-      descriptors.map((s) => s.typeName),
+      served.map((s) => s.typeName),
       shutdown,
       undefined,
       publicOptions,
@@ -531,6 +536,7 @@ function requestHandler(deps: HandlerDeps): RequestHandler {
     ready,
     exchange,
     errorDomain: `iam.${urls.serviceDomain}`,
+    serviceDomain: urls.serviceDomain,
     metrics,
     onInternalError: (cause) => log.error({ err: cause }, "internal error in an HTTP route"),
     // Built here, once, from the same descriptors as the REST routes (README, "OpenAPI and the docs page").

@@ -446,7 +446,7 @@ export interface ResolvedUrls {
   baseUrl: string;
   authUrl: string;
   registryAudience: string;
-  /** Host name used in ErrorInfo domains: `iam.<serviceDomain>`. */
+  /** Host name used in ErrorInfo domains: `<area>.<serviceDomain>` (docs/design.md, "Errors"). */
   serviceDomain: string;
 }
 

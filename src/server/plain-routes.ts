@@ -1,4 +1,4 @@
-import { bearerToken, exchangeToken, jwks, openidConfiguration, type SigningKeys, type TokenExchangeDeps } from "../auth/index.js";
+import { exchangeRoute, jwks, openidConfiguration, type SigningKeys, type TokenExchangeDeps } from "../auth/index.js";
 import type { JsonValue } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { sendError, sendJson as writeJson } from "../http/response.js";
@@ -14,6 +14,8 @@ export interface PlainRouteDeps {
   exchange: TokenExchangeDeps;
   /** ErrorInfo domain of auth errors. */
   errorDomain: string;
+  /** The host of ErrorInfo domains (`<area>.<serviceDomain>`): the token exchange's are its service's. */
+  serviceDomain: string;
   onInternalError: (cause: unknown) => void;
   /** `/metrics`, and counts of token exchanges by outcome. */
   metrics: Metrics;
@@ -36,6 +38,17 @@ export function plainRoutes(deps: PlainRouteDeps): (req: Req, res: Res) => Promi
   const authPrefix = new URL(deps.issuer).pathname.replace(/\/+$/, "");
   const version = buildInfo();
   const routes = new Map<string, Route>([
+    // The root points where to start (RFC 8631 links too): a curl of the bare address is not a 404.
+    [
+      "/",
+      {
+        methods: ["GET", "HEAD"],
+        serve: async (_req, res) => {
+          res.setHeader("link", '</docs>; rel="service-doc", </openapi.json>; rel="service-desc"');
+          sendJson(res, 200, { name: version.name, docs: "/docs", openapi: "/openapi.json", health: "/healthz" }, "public, max-age=300");
+        },
+      },
+    ],
     ["/healthz", { methods: ["GET", "HEAD"], serve: async (_req, res) => sendJson(res, 200, { status: "ok" }) }],
     ["/version", { methods: ["GET", "HEAD"], serve: async (_req, res) => sendJson(res, 200, version) }],
     [
@@ -73,26 +86,7 @@ export function plainRoutes(deps: PlainRouteDeps): (req: Req, res: Res) => Promi
     ],
     [
       `${authPrefix}/sts/exchange`,
-      {
-        methods: ["GET", "POST"],
-        serve: async (req, res, url) => {
-          let minted: Awaited<ReturnType<typeof exchangeToken>>;
-          try {
-            minted = await exchangeToken(deps.exchange, {
-              audience: url.searchParams.get("aud") ?? "",
-              identityUid: url.searchParams.get("identity") ?? "",
-              oidcToken: bearerToken(req.headers["authorization"] ?? null),
-              clientAddress: req.socket.remoteAddress,
-            });
-          } catch (e) {
-            const code = e instanceof ConnectError ? e.code : undefined;
-            deps.metrics.tokenExchange(code === Code.InvalidArgument ? "invalid" : code === Code.ResourceExhausted ? "limited" : "refused");
-            throw e;
-          }
-          deps.metrics.tokenExchange("issued");
-          sendJson(res, 200, { token: minted.token, expiry: minted.expiry.toISOString() });
-        },
-      },
+      exchangeRoute({ exchange: deps.exchange, onOutcome: (o) => deps.metrics.tokenExchange(o) }, deps.serviceDomain),
     ],
     ...[...(deps.authRoutes ?? [])].map(([path, route]): [string, Route] => [`${authPrefix}${path}`, route]),
     ...(deps.docRoutes ?? []),

@@ -1,6 +1,6 @@
 import { MAX_NAME_LENGTH } from "../db/index.js";
 import { compileClaimPattern } from "./iam/claim-pattern.js";
-import { invalidArgument } from "../errors/index.js";
+import { invalidArgument, required } from "../errors/index.js";
 
 // Field checks shared by resource mappings; each throws INVALID_ARGUMENT
 // naming the field.
@@ -40,7 +40,7 @@ export function checkOptionalName(name: string, field = "name"): void {
 
 /** A required display name: non-empty, at most 200 characters and 512 bytes, no control characters. */
 export function checkName(name: string, field = "name"): void {
-  if (!name) throw invalidArgument(field, "is required");
+  if (!name) throw required(field);
   checkOptionalName(name, field);
 }
 

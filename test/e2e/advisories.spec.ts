@@ -349,7 +349,9 @@ describe("advisories over REST", () => {
       expect(res.status, JSON.stringify(res.body)).toBe(400);
       expect(res.body["code"]).toBe(3);
       expect(res.body["message"]).toBe(`Invalid argument: ${field}: ${description}`);
-      expect(restDetail(res, "BadRequest")!["fieldViolations"]).toContainEqual({ field, description });
+      // A missing field is a REQUIRED violation (docs/design.md, "Errors").
+      const reason = description === "is required" ? { reason: "REQUIRED" } : {};
+      expect(restDetail(res, "BadRequest")!["fieldViolations"]).toContainEqual({ field, description, ...reason });
       expect(restDetail(res, "ErrorInfo")).toMatchObject({ reason: "INVALID_ARGUMENT", domain: "vulnerabilities.localhost" });
     });
 
@@ -361,8 +363,8 @@ describe("advisories over REST", () => {
       );
       expect(res.status).toBe(400);
       expect(restDetail(res, "BadRequest")!["fieldViolations"]).toEqual([
-        { field: "documents[1].id", description: "is required" },
-        { field: "documents[1].modified", description: "is required" },
+        { field: "documents[1].id", description: "is required", reason: "REQUIRED" },
+        { field: "documents[1].modified", description: "is required", reason: "REQUIRED" },
         { field: "documents[2].modified", description: "must be an RFC 3339 timestamp such as 2024-01-02T15:04:05Z" },
       ]);
       expect((await call("GET", "/vulnerabilities/v2beta1/advisories/CVE-2001-0001")).status).toBe(404);

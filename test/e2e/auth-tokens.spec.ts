@@ -1,7 +1,8 @@
 import { stat, readFile } from "node:fs/promises";
 import { SignJWT, decodeProtectedHeader, generateKeyPair } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { restClient, type JsonObject } from "../support/clients.js";
+import grpc from "@grpc/grpc-js";
+import { grpcJsClient, grpcUnary, restClient, type JsonObject } from "../support/clients.js";
 import { bootstrapIdentityUid } from "../support/rest-iam.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
@@ -22,6 +23,8 @@ async function expectUnauthenticated(token: string | undefined): Promise<void> {
   expect(res.body["code"]).toBe(16);
   const info = (res.body["details"] as JsonObject[]).find((d) => d["@type"] === "type.googleapis.com/google.rpc.ErrorInfo");
   expect(info).toMatchObject({ reason: "UNAUTHENTICATED" });
+  // RFC 6750: the scheme, and invalid_token when a token was given and refused.
+  expect(res.headers.get("www-authenticate")).toBe(token === undefined ? "Bearer" : 'Bearer error="invalid_token"');
 }
 
 describe("API tokens", () => {
@@ -48,6 +51,46 @@ describe("API tokens", () => {
     const res = await fetch(`${server.url}/iam/v2beta1/groups`, { headers: { authorization: "Basic Zm9vOmJhcg==" } });
     expect(res.status).toBe(401);
     await expectUnauthenticated("not-a-jwt");
+  });
+
+  it("names the Bearer scheme on every 401: REST, a plain route, Connect unary (a header); gRPC keeps its status", async () => {
+    const basic = await fetch(`${server.url}/iam/v2beta1/groups`, { headers: { authorization: "Basic Zm9vOmJhcg==" } });
+    expect(basic.headers.get("www-authenticate")).toBe("Bearer");
+    const exchange = await fetch(
+      `${server.url}/sts/exchange?aud=${encodeURIComponent(server.app.urls.baseUrl)}&identity=${"a".repeat(40)}/${"b".repeat(16)}`,
+    );
+    expect(exchange.status).toBe(401);
+    expect(exchange.headers.get("www-authenticate")).toBe("Bearer");
+    const refused = await fetch(
+      `${server.url}/sts/exchange?aud=${encodeURIComponent(server.app.urls.baseUrl)}&identity=${"a".repeat(40)}/${"b".repeat(16)}`,
+      {
+        headers: { authorization: "Bearer not-a-jwt" },
+      },
+    );
+    expect(refused.headers.get("www-authenticate")).toBe('Bearer error="invalid_token"');
+    for (const [authorization, challenge] of [
+      [undefined, "Bearer"],
+      ["Bearer not-a-jwt", 'Bearer error="invalid_token"'],
+    ] as const) {
+      const connect = await fetch(`${server.url}/platform.iam.v2beta1.GroupsService/ListGroups`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...(authorization ? { authorization } : {}) },
+        body: "{}",
+      });
+      expect(connect.status).toBe(401);
+      expect(connect.headers.get("www-authenticate")).toBe(challenge);
+    }
+    const grpcClient = grpcJsClient(
+      `127.0.0.1:${server.app.port}`,
+      "platform.iam.v2beta1.GroupsService",
+      "platform/iam/v2beta1/groups.proto",
+    );
+    try {
+      const err = (await grpcUnary(grpcClient, "ListGroups", {}, "not-a-jwt").catch((e) => e)) as grpc.ServiceError;
+      expect(err.code).toBe(grpc.status.UNAUTHENTICATED);
+    } finally {
+      grpcClient.close();
+    }
   });
 
   it("refuses alg=none, a foreign key, a tampered payload, a wrong issuer and a wrong audience", async () => {

@@ -372,7 +372,7 @@ describe("workload login (token exchange)", () => {
     await expect(stat(join(other, "tokens.json"))).rejects.toThrow(/ENOENT/);
   });
 
-  it("uses the API URL as the audience by default, and says how to pick another", async () => {
+  it("uses the API URL as the audience by default (either loopback spelling), and says how to pick another", async () => {
     // the server's base URL is http://localhost:<port>: as --api it is also the audience
     const asBase = await runCliInProcess(
       ["--api", server.app.urls.baseUrl, "auth", "login", "--identity", identityUid, "--identity-token", tokenFile],
@@ -381,13 +381,30 @@ describe("workload login (token exchange)", () => {
       },
     );
     okRun(asBase);
-    // through 127.0.0.1 the default audience is not one the server issues for
+    // through 127.0.0.1 (the listener) the default audience is the same API: no --audience needed
     const asIp = await runCliInProcess(["--api", server.url, "auth", "login", "--identity", identityUid, "--identity-token", tokenFile], {
       PLATFORM_CONFIG_DIR: freshConfigDir(),
     });
-    expect(asIp.code).toBe(2);
-    expect(asIp.stderr).toMatch(
-      /^error: invalid argument: aud: must be one of http:\/\/localhost:\d+, .* \(choose it with --audience\)\n$/,
+    okRun(asIp);
+    // an audience of no service here is refused, saying how to choose another
+    const foreign = await runCliInProcess(
+      [
+        "--api",
+        server.url,
+        "auth",
+        "login",
+        "--identity",
+        identityUid,
+        "--identity-token",
+        tokenFile,
+        "--audience",
+        "https://elsewhere.example",
+      ],
+      { PLATFORM_CONFIG_DIR: freshConfigDir() },
+    );
+    expect(foreign.code).toBe(2);
+    expect(foreign.stderr).toMatch(
+      /^error: invalid argument: aud: "https:\/\/elsewhere\.example" is not accepted: must be one of http:\/\/localhost:\d+, .* \(choose it with --audience\)\n$/,
     );
   });
 

@@ -89,8 +89,30 @@ describe("groups over gRPC (@grpc/grpc-js)", () => {
     expect(seen).toEqual(["e", "d", "c", "b", "a"]);
   });
 
-  it("sends INVALID_ARGUMENT with BadRequest and ErrorInfo in grpc-status-details-bin", async () => {
+  it("answers an empty name with a REQUIRED violation that still states the pattern, and an empty role name with REQUIRED", async () => {
     const err = await failure(rpc("CreateGroup", { group: { name: "" } }));
+    expect(err.code).toBe(grpc.status.INVALID_ARGUMENT);
+    expect(err.details).toBe("Invalid argument: name: is required and must match the pattern ^[a-z0-9 ._-]{1,}$");
+    expect(grpcStatusDetails(err).details[0]!.value).toMatchObject({
+      fieldViolations: [{ field: "name", description: "is required and must match the pattern ^[a-z0-9 ._-]{1,}$", reason: "REQUIRED" }],
+    });
+    const org = await rpc<{ uid: string }>("CreateGroup", { group: { name: "grpc-required" } });
+    const roles = grpcJsClient(`127.0.0.1:${server.app.port}`, "platform.iam.v2beta1.RolesService", "platform/iam/v2beta1/roles.proto");
+    try {
+      const role = await failure(
+        grpcUnary(roles, "CreateRole", { parent: org.uid, role: { capabilities: ["groups.list"] } }, server.token),
+      );
+      expect(role.details).toBe("Invalid argument: name: is required");
+      expect(grpcStatusDetails(role).details[0]!.value).toMatchObject({
+        fieldViolations: [{ field: "name", description: "is required", reason: "REQUIRED" }],
+      });
+    } finally {
+      roles.close();
+    }
+  });
+
+  it("sends INVALID_ARGUMENT with BadRequest and ErrorInfo in grpc-status-details-bin", async () => {
+    const err = await failure(rpc("CreateGroup", { group: { name: "Bad Name" } }));
     expect(err.code).toBe(grpc.status.INVALID_ARGUMENT);
     // grpc-message as grpc-js reads it: nothing left percent-encoded.
     expect(err.details).toBe("Invalid argument: name: must match the pattern ^[a-z0-9 ._-]{1,}$");

@@ -89,8 +89,6 @@ describe("groups over REST", () => {
   });
 
   it.each([
-    ["an empty body", {}],
-    ["an empty name", { name: "" }],
     ["upper case", { name: "Acme" }],
     ["a forbidden character", { name: "acme!" }],
   ])("rejects %s with INVALID_ARGUMENT on name", async (_label, body) => {
@@ -103,6 +101,31 @@ describe("groups over REST", () => {
       fieldViolations: [{ field: "name", description: "must match the pattern ^[a-z0-9 ._-]{1,}$" }],
     });
     expect(detail(res, "ErrorInfo")).toMatchObject({ reason: "INVALID_ARGUMENT", domain: "iam.localhost" });
+  });
+
+  it.each([
+    ["an empty body", {}],
+    ["an empty name", { name: "" }],
+  ])("rejects %s with a REQUIRED violation on name that still states the pattern", async (_label, body) => {
+    const res = await call("POST", "/iam/v2beta1/groups", body);
+    expect(res.status).toBe(400);
+    expect(res.body["message"]).toBe("Invalid argument: name: is required and must match the pattern ^[a-z0-9 ._-]{1,}$");
+    expect(detail(res, "BadRequest")).toEqual({
+      "@type": "type.googleapis.com/google.rpc.BadRequest",
+      fieldViolations: [{ field: "name", description: "is required and must match the pattern ^[a-z0-9 ._-]{1,}$", reason: "REQUIRED" }],
+    });
+    expect(detail(res, "ErrorInfo")).toMatchObject({ reason: "INVALID_ARGUMENT", domain: "iam.localhost" });
+  });
+
+  it("answers an empty required field of another resource (a role's name) with a REQUIRED violation too", async () => {
+    const org = await call("POST", "/iam/v2beta1/groups", { name: "required-org" });
+    const res = await call("POST", `/iam/v2beta1/roles/${org.body["uid"] as string}`, { capabilities: ["groups.list"] });
+    expect(res.status).toBe(400);
+    expect(res.body["message"]).toBe("Invalid argument: name: is required");
+    expect(detail(res, "BadRequest")).toEqual({
+      "@type": "type.googleapis.com/google.rpc.BadRequest",
+      fieldViolations: [{ field: "name", description: "is required", reason: "REQUIRED" }],
+    });
   });
 
   it("returns NOT_FOUND with ResourceInfo for a missing group", async () => {

@@ -101,6 +101,8 @@ describe("GET /openapi.json", () => {
     expect((doc["info"] as JsonObject)["version"]).toBe(pkg.version);
     const schemes = (doc["components"] as JsonObject)["securitySchemes"] as JsonObject;
     expect(schemes["bearer"]).toMatchObject({ type: "http", scheme: "bearer" });
+    // The CLI's command as it is (`auth login`), not an older spelling.
+    expect((schemes["bearer"] as JsonObject)["description"]).toContain("`platformctl auth login`");
     expect(doc["security"]).toEqual([{ bearer: [] }]);
     const tags = (doc["tags"] as JsonObject[]).map((t) => t["name"]);
     expect(tags).toContain("platform.iam.v2beta1.GroupsService");

@@ -27,6 +27,19 @@ describe("ops routes", () => {
     expect(ready.status).toBe(200);
     expect(await ready.json()).toEqual({ status: "ready" });
   });
+
+  it("answers GET and HEAD / with where to start (/docs), not a 404", async () => {
+    const root = await fetch(`${server.url}/`);
+    expect(root.status).toBe(200);
+    expect(await root.json()).toMatchObject({ docs: "/docs", openapi: "/openapi.json", health: "/healthz" });
+    expect(root.headers.get("link")).toBe('</docs>; rel="service-doc", </openapi.json>; rel="service-desc"');
+    const head = await fetch(`${server.url}/`, { method: "HEAD" });
+    expect(head.status).toBe(200);
+    expect(await head.text()).toBe("");
+    expect((await fetch(`${server.url}/docs`)).status).toBe(200);
+    const post = await fetch(`${server.url}/`, { method: "POST" });
+    expect(post.status).toBe(405);
+  });
 });
 
 describe("graceful shutdown", () => {

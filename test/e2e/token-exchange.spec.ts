@@ -211,7 +211,7 @@ describe("token exchange (/sts/exchange)", () => {
     for (const [label, res] of Object.entries(cases)) {
       expect(res.status, label).toBe(401);
       expect(res.body, label).toMatchObject(REJECTED);
-      expect((res.body["details"] as JsonObject[])[0], label).toMatchObject({ reason: "UNAUTHENTICATED", domain: "iam.localhost" });
+      expect((res.body["details"] as JsonObject[])[0], label).toMatchObject({ reason: "UNAUTHENTICATED", domain: "sts.localhost" });
     }
     server.clock.advance(15 * 60 * 1000);
     expect((await exchange(identity, good)).body).toMatchObject(REJECTED);

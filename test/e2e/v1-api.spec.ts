@@ -172,7 +172,7 @@ describe("groups in v1", () => {
   it("an update needs the required fields again (omitting the name resets it, which is invalid)", async () => {
     const g = await post("/iam/v1/groups", { name: "needs-name", description: "d" });
     const description = expectInvalid(await call("PUT", `/iam/v1/groups/${g["id"]}`, { description: "x" }), "name");
-    expect(description).toBe(GROUP_NAME_RULE);
+    expect(description).toBe(`is required and ${GROUP_NAME_RULE}`);
     expect(await v1One("/iam/v1/groups", g["id"] as string)).toMatchObject({ name: "needs-name", description: "d" });
   });
 
@@ -247,10 +247,14 @@ describe("groups in v1", () => {
   });
 
   it("rejects a bad name with INVALID_ARGUMENT on name stating the pattern", async () => {
-    for (const body of [{}, { name: "UPPER" }, { name: "" }]) {
+    for (const [body, rule] of [
+      [{}, `is required and ${GROUP_NAME_RULE}`],
+      [{ name: "UPPER" }, GROUP_NAME_RULE],
+      [{ name: "" }, `is required and ${GROUP_NAME_RULE}`],
+    ] as const) {
       const res = await call("POST", "/iam/v1/groups", body);
-      expect(expectInvalid(res, "name")).toBe(GROUP_NAME_RULE);
-      expect(res.body["message"]).toBe(`Invalid argument: name: ${GROUP_NAME_RULE}`);
+      expect(expectInvalid(res, "name")).toBe(rule);
+      expect(res.body["message"]).toBe(`Invalid argument: name: ${rule}`);
       expect(restDetail(res, "ErrorInfo")).toMatchObject({ reason: "INVALID_ARGUMENT", domain: "iam.localhost" });
     }
     expectInvalid(await call("POST", "/iam/v1/groups", { name: "ok", uid: "v2-name" }), "group.uid");

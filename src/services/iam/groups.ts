@@ -4,7 +4,7 @@ import { GroupSchema, GroupsService, type Group } from "../../../gen/platform/ia
 import { grantRole, removeBindingsWith } from "../../bindings/index.js";
 import { principalKey } from "../../caller/index.js";
 import { groupContents, MAX_GROUP_DEPTH, newChildUid, newRootUid, schema, uidDepth } from "../../db/index.js";
-import { failedPrecondition, invalidArgument, unauthenticated } from "../../errors/index.js";
+import { failedPrecondition, invalidArgument, required, unauthenticated } from "../../errors/index.js";
 import type { ServiceContext } from "../context.js";
 import { defineResource, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
@@ -33,7 +33,9 @@ export const groupResource = defineResource({
       updateTime: toTimestamp(row.updateTime),
     }),
   validate: (g: Group) => {
-    if (!GROUP_NAME_PATTERN.test(g.name)) throw invalidArgument("name", "must match the pattern ^[a-z0-9 ._-]{1,}$");
+    // Missing is a REQUIRED violation that still states the pattern (the spec's "Errors" case).
+    if (!g.name) throw required("name", `must match the pattern ${GROUP_NAME_PATTERN.source}`);
+    if (!GROUP_NAME_PATTERN.test(g.name)) throw invalidArgument("name", `must match the pattern ${GROUP_NAME_PATTERN.source}`);
     checkName(g.name);
     checkDescription(g.description);
     for (const [key, limit] of Object.entries(g.resourceLimits)) {

@@ -34,6 +34,8 @@ export async function withV1Fields<T>(call: Promise<T>, names: Record<string, st
     const err = ConnectError.from(e);
     const bad = err.code === Code.InvalidArgument ? err.findDetails(BadRequestSchema)[0] : undefined;
     if (!bad) throw e;
-    throw invalidArguments(bad.fieldViolations.map((v) => ({ field: names[v.field] ?? v.field, description: v.description })));
+    throw invalidArguments(
+      bad.fieldViolations.map((v) => ({ field: names[v.field] ?? v.field, description: v.description, reason: v.reason })),
+    );
   }
 }

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file platform/common/v1/authorization.proto.
  */
 export const file_platform_common_v1_authorization: GenFile = /*@__PURE__*/
-  fileDesc("CiZwbGF0Zm9ybS9jb21tb24vdjEvYXV0aG9yaXphdGlvbi5wcm90bxIScGxhdGZvcm0uY29tbW9uLnYxIoIDCg1BdXRob3JpemF0aW9uEhIKCmNhcGFiaWxpdHkYASABKAkSNgoFc2NvcGUYAiABKA4yJy5wbGF0Zm9ybS5jb21tb24udjEuQXV0aG9yaXphdGlvbi5TY29wZRIWCg5yZXNvdXJjZV9maWVsZBgDIAEoCRJFCg1yZXNvdXJjZV9raW5kGAQgASgOMi4ucGxhdGZvcm0uY29tbW9uLnYxLkF1dGhvcml6YXRpb24uUmVzb3VyY2VLaW5kEhwKFGVtcHR5X21lYW5zX25ld19yb290GAUgASgIImEKBVNjb3BlEhUKEVNDT1BFX1VOU1BFQ0lGSUVEEAASEgoOU0NPUEVfUkVTT1VSQ0UQARIOCgpTQ09QRV9MSVNUEAISDQoJU0NPUEVfQU5ZEAMSDgoKU0NPUEVfUk9PVBAEIkUKDFJlc291cmNlS2luZBIdChlSRVNPVVJDRV9LSU5EX1VOU1BFQ0lGSUVEEAASFgoSUkVTT1VSQ0VfS0lORF9ST0xFEAE6aQoNYXV0aG9yaXphdGlvbhIeLmdvb2dsZS5wcm90b2J1Zi5NZXRob2RPcHRpb25zGLmOAyABKAsyIS5wbGF0Zm9ybS5jb21tb24udjEuQXV0aG9yaXphdGlvblINYXV0aG9yaXphdGlvbmIGcHJvdG8z", [file_google_protobuf_descriptor]);
+  fileDesc("CiZwbGF0Zm9ybS9jb21tb24vdjEvYXV0aG9yaXphdGlvbi5wcm90bxIScGxhdGZvcm0uY29tbW9uLnYxIpIDCg1BdXRob3JpemF0aW9uEhIKCmNhcGFiaWxpdHkYASABKAkSNgoFc2NvcGUYAiABKA4yJy5wbGF0Zm9ybS5jb21tb24udjEuQXV0aG9yaXphdGlvbi5TY29wZRIWCg5yZXNvdXJjZV9maWVsZBgDIAEoCRJFCg1yZXNvdXJjZV9raW5kGAQgASgOMi4ucGxhdGZvcm0uY29tbW9uLnYxLkF1dGhvcml6YXRpb24uUmVzb3VyY2VLaW5kEhwKFGVtcHR5X21lYW5zX25ld19yb290GAUgASgIEg4KBnB1YmxpYxgGIAEoCCJhCgVTY29wZRIVChFTQ09QRV9VTlNQRUNJRklFRBAAEhIKDlNDT1BFX1JFU09VUkNFEAESDgoKU0NPUEVfTElTVBACEg0KCVNDT1BFX0FOWRADEg4KClNDT1BFX1JPT1QQBCJFCgxSZXNvdXJjZUtpbmQSHQoZUkVTT1VSQ0VfS0lORF9VTlNQRUNJRklFRBAAEhYKElJFU09VUkNFX0tJTkRfUk9MRRABOmkKDWF1dGhvcml6YXRpb24SHi5nb29nbGUucHJvdG9idWYuTWV0aG9kT3B0aW9ucxi5jgMgASgLMiEucGxhdGZvcm0uY29tbW9uLnYxLkF1dGhvcml6YXRpb25SDWF1dGhvcml6YXRpb25iBnByb3RvMw", [file_google_protobuf_descriptor]);
 
 /**
  * How a method is authorized. Every API method declares one; one interceptor
@@ -62,6 +62,16 @@ export type Authorization = Message<"platform.common.v1.Authorization"> & {
    * @generated from field: bool empty_means_new_root = 5;
    */
   emptyMeansNewRoot: boolean;
+
+  /**
+   * The method takes no API token: anyone may call it, because its request
+   * carries a credential of its own (the token exchange's OIDC token). It
+   * declares no capability and nothing else here applies. Such a service is
+   * served beside the API, not by it (docs/design.md, "Tokens and access").
+   *
+   * @generated from field: bool public = 6;
+   */
+  public: boolean;
 };
 
 /**

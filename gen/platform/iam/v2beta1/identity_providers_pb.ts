@@ -96,8 +96,10 @@ export type IdentityProvider_Oidc = Message<"platform.iam.v2beta1.IdentityProvid
   clientId: string;
 
   /**
-   * Write-only: stored, never returned. Omitted from an update, it is kept;
-   * named by update_mask with an empty value, it is cleared.
+   * Write-only: stored sealed under the server's master key (AES-256-GCM,
+   * docs/security.md, "Secrets at rest") and never returned. Omitted from an
+   * update, it is kept; named by update_mask with an empty value, it is
+   * cleared.
    *
    * @generated from field: optional string client_secret = 3;
    */
