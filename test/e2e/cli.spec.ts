@@ -167,6 +167,35 @@ describe("platformctl basics", () => {
     }
   });
 
+  it("`prepare` builds dist/ only when it is not current (npx runs it again at a checkout's first `npx platformctl`)", async () => {
+    const root = await mkdtemp(join(tmpdir(), "platform-prepare-"));
+    try {
+      const entries = ["server/main.js", "cli/main.js", "cli/docker-credential-main.js"];
+      await Promise.all(["bin", "src/cli", "dist/src/server", "dist/src/cli"].map((d) => mkdir(join(root, d), { recursive: true })));
+      for (const file of ["prepare.js", "dist-current.js"]) await copyFile(join(dirname(LAUNCHER), file), join(root, "bin", file));
+      // The build this copy runs only counts how often it ran.
+      const build = `node -e "require('fs').appendFileSync('builds', 'x')"`;
+      await writeFile(join(root, "package.json"), JSON.stringify({ type: "module", scripts: { build } }));
+      await writeFile(join(root, "src", "cli", "main.ts"), "export {};\n");
+      const builds = async () => (await readFile(join(root, "builds"), "utf8").catch(() => "")).length;
+      const prepare = () => runProcess(process.execPath, [join(root, "bin", "prepare.js")], cliEnv({}));
+      const at = (path: string, secondsFromNow: number) =>
+        utimes(join(root, path), new Date(Date.now() + secondsFromNow * 1000), new Date(Date.now() + secondsFromNow * 1000));
+
+      await prepare(); // no dist/ yet
+      expect(await builds()).toBe(1);
+      for (const e of entries) await writeFile(join(root, "dist", "src", e), "\n");
+      await at("src/cli/main.ts", -60);
+      await prepare(); // current: nothing to do
+      expect(await builds()).toBe(1);
+      await at("src/cli/main.ts", 30); // a source newer than dist/
+      await prepare();
+      expect(await builds()).toBe(2);
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
   it("through the launcher: a reader that stops early (`| head`) is not an error", async () => {
     const p = startCli(["--help"], {});
     // nobody reads stdout: the help goes into a closed pipe (EPIPE)
