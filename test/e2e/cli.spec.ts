@@ -124,8 +124,10 @@ describe("platformctl basics", () => {
       const res = okRun(await runCliInProcess([...path.split(" "), "--help"], {}));
       expect(res.stdout.replace(/\s+/g, " "), path).toBe(helps.find((h) => h.path === path)!.text);
     }
-    const readme = await readFile(new URL("../../README.md", import.meta.url), "utf8");
-    expect(readme).not.toMatch(/\ba (identity|identities|advisory|advisories|IdP)\b/i);
+    for (const doc of ["README.md", "docs/cli.md", "docs/iam.md", "docs/sign-in.md", "docs/registry.md"]) {
+      const text = await readFile(new URL(`../../${doc}`, import.meta.url), "utf8");
+      expect(text, doc).not.toMatch(/\ba (identity|identities|advisory|advisories|IdP)\b/i);
+    }
   });
 
   it("exits 2 on a usage error, with one error line", async () => {
@@ -787,7 +789,7 @@ describe("commands derived from the protos", () => {
   });
 });
 
-describe("events (README: Events and webhooks)", () => {
+describe("events (docs/events.md)", () => {
   it("events list --in-root shows a group's creation and its owner binding with their actor, as the REST list does", async () => {
     const org = json(await asAdmin(["-o", "json", "iam", "groups", "create", "events-listed"]))["uid"] as string;
     const listed = json(await asAdmin(["-o", "json", "events", "list", "--in-root", org]));
