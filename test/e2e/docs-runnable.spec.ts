@@ -1,9 +1,11 @@
-import { execFile } from "node:child_process";
-import { appendFile, mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
+import { spawn } from "node:child_process";
+import { appendFile, chmod, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cliEnv } from "../support/cli-process.js";
+import { freePort } from "../support/registry-process.js";
+import { registryTools } from "../support/registry-tools.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
 // Every shell block the README and docs/ mark runnable is run, as written, against a fresh server
@@ -22,10 +24,15 @@ import { startTestServer, type TestServer } from "../support/server.js";
 // `<!-- runnable-server: NAME=value … -->`.
 //
 // What the test changes in a block, and nothing else: the server listens on a random port, not
-// 8080 (`127.0.0.1:8080` and `localhost:8080` are rewritten to it), and its data directory is a
-// temporary one, not ./.data (`.data/` is rewritten to it). platformctl keeps its login and
-// docker its configuration in temporary directories (PLATFORM_CONFIG_DIR, DOCKER_CONFIG), so a run
-// touches nothing of the person running it. Blocks run from the repository's root, as a reader's do.
+// 8080 (`127.0.0.1:8080` and `localhost:8080` are rewritten to it), and so does the image registry
+// it configures, not 5000 (`127.0.0.1:5000`); its data directory is a temporary one, not ./.data
+// (`.data/` is rewritten to it). platformctl keeps its login and docker its configuration in
+// temporary directories (PLATFORM_CONFIG_DIR, DOCKER_CONFIG), so a run touches nothing of the
+// person running it. Blocks run from the repository's root, as a reader's do. For a file whose
+// blocks run docker-registry or skopeo, both are on PATH as `apt-get install docker-registry skopeo`
+// would put them (test/support/registry-tools.ts obtains them; skopeo is given the signature
+// policy that package installs in /etc/containers). What a block leaves running in the background
+// is ended when its file is done.
 //
 // `curl -s` exits 0 on an error answer, so a block also fails when its output holds an error code
 // (`"code":5`, `"code":"not_found"`) that the block does not show in an expected answer: an example
@@ -61,11 +68,12 @@ function runnableBlocks(file: string, text: string): { blocks: RunnableBlock[]; 
   return { blocks, serverEnv };
 }
 
-/** The block as the test runs it: the server's port and data directory instead of the defaults. */
-function localize(script: string, port: number, dataDir: string): string {
+/** The block as the test runs it: the server's and the registry's ports and the data directory instead of the defaults. */
+function localize(script: string, port: number, dataDir: string, registryPort = 5000): string {
   return script
     .replaceAll("127.0.0.1:8080", `127.0.0.1:${port}`)
     .replaceAll("localhost:8080", `localhost:${port}`)
+    .replaceAll("127.0.0.1:5000", `127.0.0.1:${registryPort}`)
     .replace(/(?<![\w.$/-])\.data\//g, `${dataDir}/`);
 }
 
@@ -80,7 +88,13 @@ function unexpectedErrors(script: string, output: string): string[] {
 // less what bash keeps for itself.
 const STATE_SKIP = /^(?:BASH\w*|SHELLOPTS|SHLVL|PWD|OLDPWD|_|PPID|UID|EUID)$/;
 
-function runBlock(script: string, statePath: string, env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {
+/** Runs a block in a process group of its own (`groups` gets its id), so that what it leaves running can be ended. */
+function runBlock(
+  script: string,
+  statePath: string,
+  env: NodeJS.ProcessEnv,
+  groups: number[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const wrapped = [
     `set -a`,
     `[ -f ${statePath} ] && . ${statePath}`,
@@ -92,15 +106,21 @@ function runBlock(script: string, statePath: string, env: NodeJS.ProcessEnv): Pr
     `done > ${statePath}.next; mv ${statePath}.next ${statePath}`,
   ].join("\n");
   return new Promise((resolve) => {
-    execFile(
-      "bash",
-      ["-euo", "pipefail", "-c", wrapped],
-      { cwd: ROOT, env, timeout: BLOCK_TIMEOUT_MS, killSignal: "SIGKILL", maxBuffer: 16 << 20 },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === "number" ? error.code : -1) : 0;
-        resolve({ code, stdout, stderr: error?.killed ? `${stderr}\n(killed after ${BLOCK_TIMEOUT_MS} ms)` : stderr });
-      },
-    );
+    const child = spawn("bash", ["-euo", "pipefail", "-c", wrapped], { cwd: ROOT, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    if (child.pid) groups.push(child.pid);
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString("utf8")));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      if (child.pid) process.kill(-child.pid, "SIGKILL");
+    }, BLOCK_TIMEOUT_MS);
+    child.on("close", (code) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? -1, stdout, stderr: timedOut ? `${stderr}\n(killed after ${BLOCK_TIMEOUT_MS} ms)` : stderr });
+    });
   });
 }
 
@@ -125,9 +145,9 @@ describe("finding the runnable blocks", () => {
   });
 
   it("rewrites only the port and the data directory", () => {
-    expect(localize("curl http://127.0.0.1:8080/x; cat .data/admin-token; ls my.data/ $X.data/ a/.data/", 4321, "/tmp/d")).toBe(
-      "curl http://127.0.0.1:4321/x; cat /tmp/d/admin-token; ls my.data/ $X.data/ a/.data/",
-    );
+    expect(
+      localize("curl http://127.0.0.1:8080/x; cat .data/admin-token; ls my.data/ $X.data/ a/.data/ 127.0.0.1:5000/a", 4321, "/tmp/d", 5123),
+    ).toBe("curl http://127.0.0.1:4321/x; cat /tmp/d/admin-token; ls my.data/ $X.data/ a/.data/ 127.0.0.1:5123/a");
   });
 
   it("flags error codes the block does not show", () => {
@@ -144,6 +164,21 @@ describe("finding the runnable blocks", () => {
     expect(files.find((f) => f.file === "README.md")!.blocks.length).toBeGreaterThanOrEqual(5);
   });
 });
+
+/**
+ * docker-registry and skopeo on PATH, as their Debian packages install them: skopeo with the
+ * signature policy of /etc/containers, which the package brings and this machine may lack.
+ */
+async function registryToolsEnv(dir: string): Promise<NodeJS.ProcessEnv> {
+  const tools = await registryTools();
+  const bin = join(dir, "bin");
+  await mkdir(bin, { recursive: true });
+  const wrapper = (command: string) => `#!/bin/sh\nexec ${command} "$@"\n`;
+  await writeFile(join(bin, "docker-registry"), wrapper(`'${tools.registry}'`));
+  await writeFile(join(bin, "skopeo"), wrapper(`'${tools.skopeo}' --policy '${tools.policy}'`));
+  await Promise.all(["docker-registry", "skopeo"].map((name) => chmod(join(bin, name), 0o755)));
+  return { ...tools.env, PATH: `${bin}:${tools.env["PATH"] ?? ""}` };
+}
 
 /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
 function anchorOf(heading: string): string {
@@ -193,23 +228,42 @@ for (const { file, blocks, serverEnv } of files.filter((f) => f.blocks.length > 
     let dir: string;
     let env: NodeJS.ProcessEnv;
     let statePath: string;
+    let registryPort: number;
+    const groups: number[] = [];
 
     beforeAll(async () => {
       dir = await mkdtemp(join(tmpdir(), "docs-runnable-"));
-      server = await startTestServer({ ...serverEnv, PLATFORM_DATA_DIR: join(dir, "data") });
-      env = cliEnv({ PLATFORM_CONFIG_DIR: join(dir, "platformctl"), DOCKER_CONFIG: join(dir, "docker") });
+      registryPort = await freePort();
+      server = await startTestServer({
+        PLATFORM_REGISTRY_ADDR: `127.0.0.1:${registryPort}`,
+        ...serverEnv,
+        PLATFORM_DATA_DIR: join(dir, "data"),
+      });
+      const needsRegistry = blocks.some((b) => /\b(?:docker-registry|skopeo)\b/.test(b.script));
+      env = cliEnv({
+        ...(needsRegistry ? await registryToolsEnv(dir) : {}),
+        PLATFORM_CONFIG_DIR: join(dir, "platformctl"),
+        DOCKER_CONFIG: join(dir, "docker"),
+      });
       statePath = join(dir, "state.sh");
       if (file !== "README.md") await run(environment);
-    });
+    }, 120_000);
     afterAll(async () => {
+      for (const group of groups) {
+        try {
+          process.kill(-group, "SIGKILL");
+        } catch {
+          // the group has ended
+        }
+      }
       await server?.stop();
       if (dir) await rm(dir, { recursive: true, force: true });
     });
 
     async function run(block: RunnableBlock): Promise<void> {
       const port = Number(new URL(server.url).port);
-      const script = localize(block.script, port, join(dir, "data"));
-      const res = await runBlock(script, statePath, env);
+      const script = localize(block.script, port, join(dir, "data"), registryPort);
+      const res = await runBlock(script, statePath, env, groups);
       if (process.env["DOCS_RUNNABLE_LOG"])
         await appendFile(process.env["DOCS_RUNNABLE_LOG"], `\n===== ${block.where}\n${res.stdout}\n--- stderr\n${res.stderr}`);
       const context = `${block.where}\n--- stdout\n${res.stdout}\n--- stderr\n${res.stderr}`;
