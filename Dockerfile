@@ -1,4 +1,4 @@
-# The server, compiled and run with plain node (README: "Running in a container").
+# The server, compiled and run with plain node (docs/operations.md, "Running in a container").
 # docker build -t platform-api . && docker run -p 8080:8080 -v platform-data:/data \
 #   -e PLATFORM_BASE_URL=https://platform.example.com platform-api
 FROM node:20-bookworm-slim AS build

@@ -7,13 +7,12 @@ import { describe, expect, it } from "vitest";
 // never written) is a dead end. This reads every such pointer and checks its heading exists.
 
 const ROOT = join(import.meta.dirname, "..");
+// Every page under docs/ may be cited, by `docs/x.md` or `x.md`.
+const PAGES = readdirSync(join(ROOT, "docs")).filter((f) => f.endsWith(".md"));
 const DOCS: Record<string, string> = {
   README: "README.md",
   "README.md": "README.md",
-  "design.md": "docs/design.md",
-  "security.md": "docs/security.md",
-  "architecture.md": "docs/architecture.md",
-  "contributing.md": "docs/contributing.md",
+  ...Object.fromEntries(PAGES.map((f) => [f, `docs/${f}`])),
 };
 
 function headings(file: string): Set<string> {
@@ -28,8 +27,10 @@ function sources(dir: string): string[] {
 }
 
 // `docs/design.md, "The image registry"`; the title may run over comment lines.
-const CITATION =
-  /(README(?:\.md)?|(?:docs\/)?(?:design|security|architecture|contributing)\.md)[,:]\s*(?:(?:\/\/|\*)\s*)?"([^"\n]+(?:\n\s*(?:\/\/|\*)\s*[^"\n]*)*)"/g;
+const CITATION = new RegExp(
+  `(README(?:\\.md)?|(?:docs/)?(?:${PAGES.map((f) => f.replace(/\.md$/, "").replace(/[-.]/g, "\\$&")).join("|")})\\.md)[,:]\\s*(?:(?://|\\*)\\s*)?"([^"\\n]+(?:\\n\\s*(?://|\\*)\\s*[^"\\n]*)*)"`,
+  "g",
+);
 
 /** Every pointer in `text`: the doc and the heading it names (comment markers and line breaks folded). */
 function citations(text: string): { doc: string; heading: string }[] {
@@ -41,16 +42,21 @@ function citations(text: string): { doc: string; heading: string }[] {
 
 describe("pointers from the code into the docs", () => {
   it("find the citations, over comment lines too", () => {
-    expect(citations('// see docs/design.md, "The image\n// registry" and README, "Quick start"; security.md,\n * "Input"')).toEqual([
+    expect(
+      citations(
+        '// see docs/design.md, "The image\n// registry" and README, "Quick start"; security.md,\n * "Input"; docs/sign-in.md, "Signing in"',
+      ),
+    ).toEqual([
       { doc: "docs/design.md", heading: "The image registry" },
       { doc: "README.md", heading: "Quick start" },
       { doc: "docs/security.md", heading: "Input" },
+      { doc: "docs/sign-in.md", heading: "Signing in" },
     ]);
   });
 
   it("name headings that exist", () => {
     const known = new Map(Object.values(DOCS).map((d) => [d, headings(d)]));
-    const files = ["src", "test", "bench", "tools"].flatMap(sources).filter((f) => !f.endsWith("doc-anchors.spec.ts"));
+    const files = ["src", "test", "bench", "tools", "examples"].flatMap(sources).filter((f) => !f.endsWith("doc-anchors.spec.ts"));
     const dead: string[] = [];
     let count = 0;
     for (const file of files) {

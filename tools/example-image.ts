@@ -1,6 +1,6 @@
 // `npm run example-image -- <dir> [tag]`: writes a tiny OCI image (one file, a few hundred bytes)
 // as an OCI layout in <dir> and prints the skopeo source naming it, so that the registry can be
-// tried without pulling anything from the internet (README, "Running the image registry").
+// tried without pulling anything from the internet (docs/registry.md, "Running the image registry").
 import { buildOciImage } from "../test/support/oci-image.js";
 
 const [dir, tag = "v1"] = process.argv.slice(2);

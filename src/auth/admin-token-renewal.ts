@@ -16,8 +16,8 @@ export interface AdminTokenRenewalOptions {
 }
 
 /**
- * Keeps `<data dir>/admin-token` valid while the server runs (README:
- * "Quick start"): once less than half of the written token's lifetime is
+ * Keeps `<data dir>/admin-token` valid while the server runs (docs/operations.md,
+ * "Admin token"): once less than half of the written token's lifetime is
  * left, a fresh one replaces it. The check runs on a short timer and
  * compares times from the server's clock, so a machine that slept, or a
  * timer that fired late, still renews on the next check.

@@ -7,7 +7,7 @@ import type { CliIo } from "./io.js";
 import { serverUrlHost } from "./registry-host.js";
 
 // docker-credential-platform: docker's credential-helper protocol, answered from platformctl's
-// own login (README: Using docker, podman and skopeo with platformctl). docker, podman and skopeo
+// own login (docs/cli.md, "docker, podman and skopeo"). docker, podman and skopeo
 // run it for the hosts a config file's "credHelpers" gives to "platform" (platformctl auth
 // configure-docker). The platform login is the only source of credentials: store and erase
 // change nothing.

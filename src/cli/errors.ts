@@ -1,5 +1,5 @@
 // Every failure of platformctl becomes one line on stderr and an exit code
-// per class of error (README: Command-line tool, exit codes).
+// per class of error (docs/cli.md, "Errors and exit codes").
 
 export const EXIT = {
   ok: 0,

@@ -12,7 +12,7 @@ import { colorsForced, processIo, type CliIo } from "./io.js";
 const { version } = buildInfo();
 
 /**
- * platformctl: the command-line client of the Platform API (README: Command-line tool).
+ * platformctl: the command-line client of the Platform API (docs/cli.md, "Command-line tool").
  * Commands read and write only `io` (the process's own by default: tests walk the help).
  */
 export function buildProgram(io: CliIo = processIo()): Command {

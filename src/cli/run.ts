@@ -7,7 +7,7 @@ import { buildProgram } from "./program.js";
  * Runs one platformctl command line (`argv` without node and the script) and
  * resolves with its exit code; it never exits the process, so main.ts sets the
  * code and tests call it in-process. Every failure becomes one `error:` line on
- * stderr (README: Command-line tool, exit codes).
+ * stderr (docs/cli.md, "Errors and exit codes").
  */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
   try {

@@ -5,8 +5,8 @@ import type { Sql } from "postgres";
 export type QueryObserver = () => (ok: boolean) => void;
 
 /**
- * postgres.js, with every query Drizzle runs observed (metrics: README,
- * Operations). Drizzle sends its queries through `unsafe`, in transactions
+ * postgres.js, with every query Drizzle runs observed (metrics: docs/operations.md,
+ * "Health, metrics and logs"). Drizzle sends its queries through `unsafe`, in transactions
  * through `begin` and `savepoint`; a query is a lazy promise that starts
  * when awaited, so its `then` is where it is timed.
  */

@@ -43,7 +43,7 @@ const MAX_BACKOFF_MS = 3_600_000;
 const STOP_SETTLE_MS = 1000;
 /** How many due deliveries a claim looks at to choose from, fairly across subscriptions. */
 const CLAIM_CANDIDATES = 64;
-/** The defaults of the in-flight caps (README, "Events and webhooks"): a quarter of the slots per organization, half that per subscription. */
+/** The defaults of the in-flight caps (docs/events.md, "Events and webhooks"): a quarter of the slots per organization, half that per subscription. */
 export const DEFAULT_MAX_IN_FLIGHT = 32;
 export const DEFAULT_MAX_IN_FLIGHT_PER_ORGANIZATION = 8;
 export const DEFAULT_MAX_IN_FLIGHT_PER_SUBSCRIPTION = 4;

@@ -18,7 +18,7 @@ import { RouteTable, type Route } from "./route-table.js";
 // The OpenAPI 3.1 description of the REST surface, built from the same
 // compiled routes the transcoder serves (route-table.ts) and describing
 // bodies the way request-binding.ts reads them and json-render.ts writes
-// them. Built once at start; README "OpenAPI and docs".
+// them. Built once at start; docs/rest.md, "OpenAPI and the docs page".
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 type JsonObject = { [k: string]: Json };

@@ -21,8 +21,8 @@ export const accessRecordKey = createContextKey<AccessRecord | undefined>(undefi
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
- * One structured line per request, whatever its protocol (README:
- * Operations): method, path, HTTP status, RPC and its code, identity,
+ * One structured line per request, whatever its protocol (docs/operations.md,
+ * "Health, metrics and logs"): method, path, HTTP status, RPC and its code, identity,
  * duration and request id. Never the query string, a header value or a body.
  */
 // Where a request keeps its record: a property, not a WeakMap entry, whose

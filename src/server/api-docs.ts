@@ -8,7 +8,7 @@ import { buildOpenApiDocument } from "../rest/index.js";
 import { buildInfo } from "./build-info.js";
 import type { NodeRequest as Req, NodeResponse as Res, Route } from "../http/types.js";
 
-// `GET /openapi.json` and the Swagger UI page at `/docs` (README, "OpenAPI
+// `GET /openapi.json` and the Swagger UI page at `/docs` (docs/rest.md, "OpenAPI
 // and the docs page"). The document is built at the first start in a process; Swagger UI's files
 // come from the swagger-ui-dist package, a fixed list of them, read on first
 // use and kept.

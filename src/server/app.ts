@@ -179,7 +179,7 @@ async function start(config: Config, opts: AppOptions, subsystems: Subsystems): 
   const sealed = { signingKeys: await keys.sealPlaintextKeys(), clientSecrets: await sealPlaintextClientSecrets(database.db, secrets) };
   if (sealed.signingKeys || sealed.clientSecrets) log.info(sealed, "sealed secrets that were stored in plain text");
   const tokens = new TokenService(keys, urls.authUrl, clock);
-  // The image registry's own signing keys and the configuration it runs with (README: Running the registry).
+  // The image registry's own signing keys and the configuration it runs with (docs/registry.md, "Running the image registry").
   const registryKeys = new RegistryKeys({ db: database.db, secrets, clock, rotateAfterMs: config.registry.keyRotationMs });
   // Read once: the registry's configuration carries it, and the notifications endpoint checks it.
   const registryNotificationSecret = await loadRegistryNotificationSecret(database.db, secrets);
@@ -371,7 +371,7 @@ async function start(config: Config, opts: AppOptions, subsystems: Subsystems): 
       { path: adminTokenPath, identity: boot.identityUid },
       "admin token written (valid one hour, renewed every half hour while running)",
     );
-    // The file stays valid while the server runs (README: "Quick start").
+    // The file stays valid while the server runs (docs/operations.md, "Admin token").
     const adminTokenRenewal = new AdminTokenRenewal(
       {
         dataDir: config.dataDir,
@@ -539,7 +539,7 @@ function requestHandler(deps: HandlerDeps): RequestHandler {
     serviceDomain: urls.serviceDomain,
     metrics,
     onInternalError: (cause) => log.error({ err: cause }, "internal error in an HTTP route"),
-    // Built here, once, from the same descriptors as the REST routes (README, "OpenAPI and the docs page").
+    // Built here, once, from the same descriptors as the REST routes (docs/rest.md, "OpenAPI and the docs page").
     docRoutes: apiDocRoutes({ services: descriptors }),
     authRoutes: new Map([
       ...loginRoutes({

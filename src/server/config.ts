@@ -6,7 +6,7 @@ import { decodeMasterKey } from "../crypto/index.js";
 import { DEFAULT_REGISTRY_ROTATE_AFTER_MS, MAX_REGISTRY_ROTATE_AFTER_MS, MIN_REGISTRY_ROTATE_AFTER_MS } from "../registry/registry-keys.js";
 import { DEFAULT_EVENT_STREAM_LIMITS as STREAMS, type EventStreamLimits } from "../services/events/streams.js";
 
-/** Everything the server reads from its environment (README: Configuration). */
+/** Everything the server reads from its environment (docs/operations.md, "Configuration"). */
 export interface Config {
   port: number;
   host: string;
@@ -26,7 +26,7 @@ export interface Config {
   registryAudience: string | undefined;
   bootstrap: boolean;
   allowInsecureIssuers: boolean;
-  /** The global upstream OIDC provider of browser login (README: Signing in); undefined: none. */
+  /** The global upstream OIDC provider of browser login (docs/sign-in.md, "Signing in"); undefined: none. */
   oidc: { issuer: string; clientId: string; clientSecret: string; scopes: string[] } | undefined;
   /** PLATFORM_ADMINS: people of that upstream made `owner` at the root when they sign in. */
   platformAdmins: PlatformAdmins;
@@ -59,7 +59,7 @@ export interface Config {
    * (docs/security.md, "Browser origins (CORS)").
    */
   corsOrigins: readonly string[];
-  /** Connection timeouts (README: Configuration): slow or idle clients cannot hold sockets. */
+  /** Connection timeouts (docs/operations.md, "Configuration"): slow or idle clients cannot hold sockets. */
   timeouts: { headersMs: number; requestMs: number; idleMs: number };
   tls: { certFile: string; keyFile: string } | undefined;
   logLevel: string;
@@ -68,7 +68,7 @@ export interface Config {
    * requests get all of it but a closing reserve (drainMs(): docs/security.md, "Shutdown and logging").
    */
   shutdownTimeoutMs: number;
-  /** Events (README: Events and webhooks). */
+  /** Events (docs/events.md, "Events and webhooks"). */
   events: {
     /** PLATFORM_EVENT_RETENTION: events older than this are pruned in the background. */
     retentionMs: number;
@@ -87,7 +87,7 @@ export interface Config {
   };
   /** Outbound budgets and the token exchange's rate limits (docs/security.md, "Outbound budgets"). */
   outbound: OutboundConfig;
-  /** The image registry this server issues tokens for and whose configuration it writes (README: Running the registry). */
+  /** The image registry this server issues tokens for and whose configuration it writes (docs/registry.md, "Running the image registry"). */
   registry: RegistryConfig;
 }
 

@@ -4,7 +4,7 @@ import { codeName } from "../errors/index.js";
 import type { AccessRecord } from "./access-log.js";
 
 /**
- * What `/metrics` shows, in Prometheus' text format (README: Operations):
+ * What `/metrics` shows, in Prometheus' text format (docs/operations.md, "Health, metrics and logs"):
  * requests by RPC, code and HTTP status with their latency, database
  * queries with theirs and how many are in flight against the pool's size,
  * the grants cache's hits and misses, token exchanges and registry tokens by outcome, open event streams, log lines

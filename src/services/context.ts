@@ -24,6 +24,6 @@ export interface ServiceContext {
   access: StreamAccess;
   /** The resources this server serves, filled as their services are built (what a group may hold). */
   resources: ResourceCatalog;
-  /** The caps on open WatchEvents streams (README: Configuration). */
+  /** The caps on open WatchEvents streams (docs/operations.md, "Configuration"). */
   eventStreams: EventStreamLimits;
 }

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { restClient } from "../support/clients.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
-// The bootstrap admin token file (README: "Quick start") stays valid while
+// The bootstrap admin token file (docs/operations.md, "Admin token") stays valid while
 // the server runs: once half of its hour has passed (on the server's clock,
 // here a test clock moved by hand), a fresh token replaces it atomically,
 // still mode 0600.

@@ -124,8 +124,10 @@ describe("platformctl basics", () => {
       const res = okRun(await runCliInProcess([...path.split(" "), "--help"], {}));
       expect(res.stdout.replace(/\s+/g, " "), path).toBe(helps.find((h) => h.path === path)!.text);
     }
-    const readme = await readFile(new URL("../../README.md", import.meta.url), "utf8");
-    expect(readme).not.toMatch(/\ba (identity|identities|advisory|advisories|IdP)\b/i);
+    for (const doc of ["README.md", "docs/cli.md", "docs/iam.md", "docs/sign-in.md", "docs/registry.md"]) {
+      const text = await readFile(new URL(`../../${doc}`, import.meta.url), "utf8");
+      expect(text, doc).not.toMatch(/\ba (identity|identities|advisory|advisories|IdP)\b/i);
+    }
   });
 
   it("exits 2 on a usage error, with one error line", async () => {
@@ -162,6 +164,35 @@ describe("platformctl basics", () => {
       expect(await ran()).toBe("sources");
       await Promise.all([at("dist/src/cli/main.js", 30), at("src/cli/main.ts", 60)]);
       expect(await ran()).toBe("sources");
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+
+  it("`prepare` builds dist/ only when it is not current (npx runs it again at a checkout's first `npx platformctl`)", async () => {
+    const root = await mkdtemp(join(tmpdir(), "platform-prepare-"));
+    try {
+      const entries = ["server/main.js", "cli/main.js", "cli/docker-credential-main.js"];
+      await Promise.all(["bin", "src/cli", "dist/src/server", "dist/src/cli"].map((d) => mkdir(join(root, d), { recursive: true })));
+      for (const file of ["prepare.js", "dist-current.js"]) await copyFile(join(dirname(LAUNCHER), file), join(root, "bin", file));
+      // The build this copy runs only counts how often it ran.
+      const build = `node -e "require('fs').appendFileSync('builds', 'x')"`;
+      await writeFile(join(root, "package.json"), JSON.stringify({ type: "module", scripts: { build } }));
+      await writeFile(join(root, "src", "cli", "main.ts"), "export {};\n");
+      const builds = async () => (await readFile(join(root, "builds"), "utf8").catch(() => "")).length;
+      const prepare = () => runProcess(process.execPath, [join(root, "bin", "prepare.js")], cliEnv({}));
+      const at = (path: string, secondsFromNow: number) =>
+        utimes(join(root, path), new Date(Date.now() + secondsFromNow * 1000), new Date(Date.now() + secondsFromNow * 1000));
+
+      await prepare(); // no dist/ yet
+      expect(await builds()).toBe(1);
+      for (const e of entries) await writeFile(join(root, "dist", "src", e), "\n");
+      await at("src/cli/main.ts", -60);
+      await prepare(); // current: nothing to do
+      expect(await builds()).toBe(1);
+      await at("src/cli/main.ts", 30); // a source newer than dist/
+      await prepare();
+      expect(await builds()).toBe(2);
     } finally {
       await rm(root, { recursive: true, force: true });
     }
@@ -775,7 +806,7 @@ describe("commands derived from the protos", () => {
   });
 });
 
-describe("events (README: Events and webhooks)", () => {
+describe("events (docs/events.md)", () => {
   it("events list --in-root shows a group's creation and its owner binding with their actor, as the REST list does", async () => {
     const org = json(await asAdmin(["-o", "json", "iam", "groups", "create", "events-listed"]))["uid"] as string;
     const listed = json(await asAdmin(["-o", "json", "events", "list", "--in-root", org]));

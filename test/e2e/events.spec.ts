@@ -14,7 +14,7 @@ import { startOidcProvider } from "../support/oidc-provider.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 import { WebhookReceiver } from "../support/webhook-receiver.js";
 
-// Events and webhooks (README: "Events and webhooks") on a server that may
+// Events and webhooks (docs/events.md, "Events and webhooks") on a server that may
 // send to loopback (development) and retries after 50 ms.
 
 let server: TestServer;

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { restClient, type JsonObject } from "../support/clients.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
-// Connect JSON and REST show a message the same way (README: API conventions):
+// Connect JSON and REST show a message the same way (docs/rest.md, "API conventions"):
 // every field, `null` for an unset message, milliseconds on timestamps.
 
 let server: TestServer;

@@ -219,7 +219,7 @@ describe("GET /openapi.json", () => {
     expect(patch.parameters.map((p) => `${p["in"]} ${p["name"]}`)).toEqual(["path uid", "query update_mask"]);
   });
 
-  it("describes the events and subscriptions routes (README: Events and webhooks)", () => {
+  it("describes the events and subscriptions routes (docs/events.md)", () => {
     const list = operation("/events/v2beta1/events", "get");
     expect(list.operationId).toBe("ListEvents");
     const query = list.parameters.filter((p) => p["in"] === "query").map((p) => p["name"]);

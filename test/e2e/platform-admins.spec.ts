@@ -14,7 +14,7 @@ import { startOidcProvider, type TestOidcProvider } from "../support/oidc-provid
 import { ok, uidOf } from "../support/rest-iam.js";
 import { startTestServer, type TestServer } from "../support/server.js";
 
-// PLATFORM_ADMINS (README: "Platform administrators (root role bindings)"): people of the
+// PLATFORM_ADMINS (docs/iam.md, "Platform administrators (root role bindings)"): people of the
 // upstream provider named by issuer|subject or by a verified e-mail become
 // `owner` at the root when they sign in with a browser, and can then do what
 // needs the root, such as importing advisories. Driven in a real Chromium

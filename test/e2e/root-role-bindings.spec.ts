@@ -24,7 +24,7 @@ import {
 import type { TestServer } from "../support/server.js";
 import { sharedServerAsAdmin } from "../support/shared-server.js";
 
-// Role bindings at the root (README: "Platform administrators (root role bindings)"): the same
+// Role bindings at the root (docs/iam.md, "Platform administrators (root role bindings)"): the same
 // hydrated RoleBinding as a group's, without a group, for root capability
 // holders only, within the grant ceiling at the root, on every protocol.
 

@@ -99,7 +99,7 @@ function sameSecret(a: string, b: string): boolean {
 }
 
 /**
- * The browser login (README: Signing in), as plain HTTP routes keyed by
+ * The browser login (docs/sign-in.md, "Signing in"), as plain HTTP routes keyed by
  * their path under the auth URL:
  *
  * - `GET /oauth?redirect=<loopback callback>&state=…[&invite=…][&org=…]`

@@ -2,7 +2,7 @@ import type { SignInVia } from "./sign-in-via.js";
 import type { SignedInPerson } from "./upstream.js";
 
 /**
- * PLATFORM_ADMINS (README: Configuration, "Platform administrators"): people
+ * PLATFORM_ADMINS (docs/operations.md, "Configuration"; docs/iam.md, "Platform administrators (root role bindings)"): people
  * of the deployment's upstream provider who are made `owner` at the root
  * when they sign in with a browser. Each entry names one person:
  *

@@ -86,7 +86,7 @@ export const IAM_OVERRIDES: Record<string, ResourceOverride> = {
     },
   },
   // Bindings at the root, above every organization (platform administrators): the same hydrated shape
-  // without a group, for holders of the capability at the root (README: "Platform administrators (root role bindings)").
+  // without a group, for holders of the capability at the root (docs/iam.md, "Platform administrators (root role bindings)").
   [RootRoleBindingsService.typeName]: {
     columns: [UID, col("IDENTITY", "identity.name"), col("IDENTITY UID", "identity.uid", "text", true), col("ROLE", "role.uid"), CREATED],
     filters: { identity: bindingFilters.identity, role: bindingFilters.role },

@@ -6,7 +6,7 @@ import type { ServiceContext } from "../context.js";
 import { requireField } from "../resource-store.js";
 import { defineResource, resourceService } from "../resource.js";
 
-// RootRoleBindingsService (README: "Platform administrators (root role bindings)"): its handlers wired to
+// RootRoleBindingsService (docs/iam.md, "Platform administrators (root role bindings)"): its handlers wired to
 // src/bindings/, which owns role bindings; List and Delete are derived.
 
 const rootRoleBindingResource = defineResource(rootBindingResource);
