@@ -11,9 +11,11 @@ import type { ServiceContext } from "../context.js";
 import { requireField } from "../resource-store.js";
 import { defineResource, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
-import { checkDescription, checkName } from "../validation.js";
+import { checkDescription, checkLength, checkName } from "../validation.js";
 
 const t = schema.roles;
+
+const MAX_CAPABILITY_LENGTH = 100;
 
 function refuseBuiltIn(uid: string, verb: string): void {
   if (isBuiltInRole(uid)) throw failedPrecondition("BUILT_IN_ROLE", `role ${uid} is built in and cannot be ${verb}`, uid);
@@ -51,6 +53,8 @@ export const roleResource = defineResource({
     if (isBuiltInRole(r.name)) throw alreadyExists("role", r.name, `"${r.name}" is the name of a built-in role`);
     checkDescription(r.description);
     r.capabilities.forEach((c, i) => {
+      // Longer than any capability in either spelling: refused without echoing it.
+      checkLength(c, `capabilities[${i}]`, MAX_CAPABILITY_LENGTH);
       if (capabilityNamed(c) === undefined) throw invalidArgument(`capabilities[${i}]`, `unknown capability "${c}"`);
     });
   },
