@@ -57,6 +57,12 @@ describe("role capabilities: enum names in, enum names out", () => {
     expect(await ok(call("GET", `/iam/v2beta1/roles/${uidOf(created)}`))).toEqual(created);
     const updated = await ok(call("PATCH", `/iam/v2beta1/roles/${uidOf(created)}`, { capabilities: ["tag.list", "CAP_TAG_CREATE"] }));
     expect(updated["capabilities"]).toEqual(["CAP_TAG_LIST", "CAP_TAG_CREATE"]);
+    // The role's events carry the answered message.
+    const events = await ok(call("GET", `/events/v2beta1/events?subject=${encodeURIComponent(uidOf(created))}`));
+    expect((events["events"] as JsonObject[]).map((e) => ((e["data"] as JsonObject)["after"] as JsonObject)["capabilities"])).toEqual([
+      created["capabilities"],
+      updated["capabilities"],
+    ]);
   });
 
   it("answers every role of a list, built-in ones included, with enum names only", async () => {
