@@ -29,6 +29,14 @@ export const storedBindingMapping = {
   toColumns: (b: RoleBinding) => ({ roleUid: b.roleUid ?? "" }),
 };
 
+/**
+ * A joined row as a message: the references hydrated, and their uids beside them under the
+ * names a create request gives them (`identityUid`, `roleUid`).
+ */
+function hydrated(row: { uid: string; identity: { uid: string }; role: { uid: string } }, createTime: Timestamp): RoleBinding {
+  return create(RoleBindingSchema, { ...row, identityUid: row.identity.uid, roleUid: row.role.uid, createTime });
+}
+
 /** Joined rows as messages, in the order of `uids`; uids with no row are left out. */
 function inOrder<R extends { uid: string; createTime: Date }>(
   uids: readonly string[],
@@ -62,7 +70,7 @@ export async function hydrateRoleBindings(db: Executor, uids: readonly string[])
     .innerJoin(g, eq(b.parentUid, g.uid))
     .innerJoin(r, eq(b.roleUid, r.uid))
     .where(inArray(b.uid, [...uids]));
-  return inOrder(uids, rows, (row, createTime) => create(RoleBindingSchema, { ...row, createTime }));
+  return inOrder(uids, rows, (row, createTime) => hydrated(row, createTime));
 }
 
 const root = schema.rootRoleBindings;
@@ -84,7 +92,7 @@ export async function hydrateRootRoleBindings(db: Executor, uids: readonly strin
     .innerJoin(i, eq(root.identityUid, i.uid))
     .innerJoin(r, eq(root.roleUid, r.uid))
     .where(inArray(root.uid, [...uids]));
-  return inOrder(uids, rows, (row, createTime) => create(RoleBindingSchema, { ...row, createTime }));
+  return inOrder(uids, rows, (row, createTime) => hydrated(row, createTime));
 }
 
 /** The bindings `uids` at `at` (a group, or ROOT), hydrated in one query. */

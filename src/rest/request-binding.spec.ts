@@ -236,7 +236,8 @@ describe("request bodies", () => {
     ['{"when": "yesterday"}', "thing.when", /^must be an RFC 3339 timestamp/],
     ['{"color": "BLUE"}', "thing.color", /^must be a value of Color/],
     ['{"flag": "true"}', "thing.flag", /^must be a boolean/],
-    ['{"chosen": {}, "other": "x"}', "body", /^is not a valid resttest\.v1\.UpdateThingRequest: /],
+    // Two members of one oneof with values: the second is named (an empty one would be dropped).
+    ['{"chosen": {}, "other": "x"}', "thing.other", /^cannot be given with chosen: they are alternatives/],
     ["[1]", "thing", /^must be a JSON object$/],
     ["null", "", null],
   ])("reject %s naming the field", (body, field, description) => {
@@ -248,6 +249,16 @@ describe("request bodies", () => {
     const v = violation(() => bind("PATCH", "/v1/things/t1", body));
     expect(v.field).toBe(field);
     expect(v.description).toMatch(description);
+  });
+
+  it("drop a oneof's members given empty beside the one in use, and keep them in the implied mask", () => {
+    const req = bind<UpdateThingRequest>("PATCH", "/v1/things/t1", '{"chosen": {"issuer": "i"}, "other": ""}');
+    expect(req.thing?.choice).toMatchObject({ case: "chosen", value: { issuer: "i" } });
+    expect(req.updateMask?.paths.sort()).toEqual(["chosen.issuer", "other"]);
+    expect(bind<UpdateThingRequest>("PATCH", "/v1/things/t1", '{"chosen": null, "other": "x"}').thing?.choice).toEqual({
+      case: "other",
+      value: "x",
+    });
   });
 
   it('reject a non-object body for body: "*"', () => {

@@ -9,6 +9,7 @@ import { diagnoseMessage, type DiagnosisContext, type Violation } from "./json-d
 import { isJsonObject } from "./json-object.js";
 import type { Route } from "./route-table.js";
 import { implicitMaskPaths } from "./implied-update-mask.js";
+import { dropUnusedOneofMembers } from "./oneof-members.js";
 
 export interface BindingInput {
   readonly route: Route;
@@ -91,12 +92,14 @@ export class RequestBinder {
     if (body.kind === "none" || bodyJson === undefined) return create(schema);
     if (body.kind === "all") {
       if (!isJsonObject(bodyJson)) throw invalidArgument("body", "must be a JSON object");
-      return this.decode(schema, bodyJson, () => diagnoseMessage(schema, bodyJson, "", this.diagnosis));
+      const json = dropUnusedOneofMembers(schema, bodyJson, "", this.lookup);
+      return this.decode(schema, json, () => diagnoseMessage(schema, json, "", this.diagnosis));
     }
     const field = body.field;
-    return this.decode(schema, { [field.jsonName]: bodyJson }, () =>
+    const json = field.fieldKind === "message" ? dropUnusedOneofMembers(field.message, bodyJson, field.jsonName, this.lookup) : bodyJson;
+    return this.decode(schema, { [field.jsonName]: json }, () =>
       field.fieldKind === "message"
-        ? diagnoseMessage(field.message, bodyJson, field.jsonName, this.diagnosis)
+        ? diagnoseMessage(field.message, json, field.jsonName, this.diagnosis)
         : diagnoseMessage(schema, { [field.jsonName]: bodyJson }, "", this.diagnosis),
     );
   }

@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { BUILT_IN_ROLES } from "../../src/capabilities/index.js";
+import { BUILT_IN_ROLES, enumCapabilities } from "../../src/capabilities/index.js";
 import { newRootBindingUid, openDatabase, schema } from "../../src/db/index.js";
 import { startApp } from "../../src/server/app.js";
 import { loadConfig } from "../../src/server/config.js";
@@ -74,7 +74,7 @@ describe("built-in roles at server start", () => {
     const viewer = BUILT_IN_ROLES.find((r) => r.uid === "viewer")!;
     const second = await run(async (url, token) => {
       const served = await ok(restClient(url, token)("GET", "/iam/v2beta1/roles/viewer"));
-      expect(served["capabilities"]).toEqual(viewer.capabilities);
+      expect(served["capabilities"]).toEqual(enumCapabilities(viewer.capabilities));
     });
     expect(second).toEqual([
       { level: 30, msg: MESSAGES[0], written: ["viewer"], removed: [], kept: undefined },

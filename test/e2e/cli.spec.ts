@@ -688,10 +688,11 @@ describe("resource commands", () => {
         "--capability",
         "tag.list",
         "--capability",
-        "tag.create",
+        "CAP_TAG_CREATE",
       ]),
     );
-    expect(role["capabilities"]).toEqual(["tag.list", "tag.create"]);
+    // Either spelling in, the enum names out (docs/design.md, "Capability names").
+    expect(role["capabilities"]).toEqual(["CAP_TAG_LIST", "CAP_TAG_CREATE"]);
     const rb = json(
       await asAdmin([
         "-o",

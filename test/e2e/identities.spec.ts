@@ -46,14 +46,8 @@ describe("identities over REST", () => {
       name: "ci",
       description: "the CI robot",
       lastSeenTime: identity["createTime"],
-      claimMatch: {
-        issuer: GITHUB,
-        subject: "repo:acme/app:ref:refs/heads/main",
-        issuerPattern: "",
-        subjectPattern: "",
-        audience: "",
-        audiencePattern: "",
-      },
+      // Only the members in use: each pair is a oneof (docs/design.md, "Claim match").
+      claimMatch: { issuer: GITHUB, subject: "repo:acme/app:ref:refs/heads/main" },
       createTime: identity["createTime"],
       updateTime: identity["createTime"],
     });
@@ -74,12 +68,9 @@ describe("identities over REST", () => {
       uid: "chosen",
     });
     expect(identity["claimMatch"]).toEqual({
-      issuer: "",
-      subject: "",
       issuerPattern: "https://token\\.actions\\.githubusercontent\\.com",
       subjectPattern: "repo:acme/.*",
       audience: "sts.example",
-      audiencePattern: "",
     });
     expect(identity["lastSeenTime"]).not.toBe("2001-01-01T00:00:00.000Z");
     expect(identity["lastSeenTime"]).toMatch(TIMESTAMP);
@@ -187,7 +178,9 @@ describe("identities over REST", () => {
     const masked = await ok(
       call("PATCH", `${path}?updateMask=claim_match.subject_pattern`, { name: "ignored", claimMatch: { subjectPattern: "b-.*" } }),
     );
-    expect(masked).toMatchObject({ name: "svc", claimMatch: { issuer: GITHUB, subject: "b", subjectPattern: "b-.*" } });
+    // The pattern takes the place of the exact subject: they are one oneof.
+    expect(masked).toMatchObject({ name: "svc", claimMatch: { issuer: GITHUB, subjectPattern: "b-.*" } });
+    expect(masked["claimMatch"]).toEqual({ issuer: GITHUB, subjectPattern: "b-.*" });
 
     expectInvalid(await call("PATCH", `${path}?updateMask=last_seen_time`, {}), "update_mask");
     expectInvalid(await call("PATCH", path, { name: "" }), "name");
@@ -257,14 +250,8 @@ describe("identities over gRPC (@grpc/grpc-js)", () => {
     uid: string;
     name: string;
     description: string;
-    claim_match: {
-      issuer: string;
-      subject: string;
-      issuer_pattern: string;
-      subject_pattern: string;
-      audience: string;
-      audience_pattern: string;
-    } | null;
+    // Each pair is a oneof: only the member in use is present, and the loader names it.
+    claim_match: Record<string, string> | null;
     last_seen_time: { seconds: string; nanos: number } | null;
   }
   const { rpc, failure } = grpcSuite(() => server, "platform.iam.v2beta1.IdentitiesService", "platform/iam/v2beta1/identities.proto");
@@ -276,14 +263,7 @@ describe("identities over gRPC (@grpc/grpc-js)", () => {
       identity: { name: "robot", claim_match: { issuer: GITHUB, subject_pattern: "repo:acme/.*" } },
     });
     expect(created.uid.startsWith(`${uidOf(org)}/`)).toBe(true);
-    expect(created.claim_match).toEqual({
-      issuer: GITHUB,
-      subject: "",
-      issuer_pattern: "",
-      subject_pattern: "repo:acme/.*",
-      audience: "",
-      audience_pattern: "",
-    });
+    expect(created.claim_match).toEqual({ issuer: GITHUB, iss: "issuer", subject_pattern: "repo:acme/.*", sub: "subject_pattern" });
     expect(created.last_seen_time?.seconds).toMatch(/^\d+$/);
     expect(await rpc<IdentityMsg>("GetIdentity", { uid: created.uid })).toEqual(created);
 
@@ -327,11 +307,15 @@ describe("identities over Connect", () => {
     const client = connectClient(IdentitiesService, server.url, server.token);
     const identity = await client.createIdentity({
       parent: uidOf(org),
-      identity: { name: "svc", claimMatch: { issuer: GITHUB, subject: "s" } },
+      identity: { name: "svc", claimMatch: { iss: { case: "issuer", value: GITHUB }, sub: { case: "subject", value: "s" } } },
     });
     expect(identity.lastSeenTime).toBeDefined();
-    expect(identity.claimMatch).toMatchObject({ issuer: GITHUB, subject: "s" });
-    const list = await client.listIdentities({ uidp: { childrenOf: uidOf(org) }, claimMatch: { subject: "s" } });
+    expect(identity.claimMatch).toMatchObject({
+      iss: { case: "issuer", value: GITHUB },
+      sub: { case: "subject", value: "s" },
+      aud: { case: undefined },
+    });
+    const list = await client.listIdentities({ uidp: { childrenOf: uidOf(org) }, claimMatch: { sub: { case: "subject", value: "s" } } });
     expect(list.identities.map((i) => i.uid)).toEqual([identity.uid]);
     expect(list.totalCount).toBe(1n);
     const err = await client.createIdentity({ parent: uidOf(org), identity: { name: "" } }).catch((e: unknown) => ConnectError.from(e));

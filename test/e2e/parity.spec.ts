@@ -296,7 +296,7 @@ const CASES: Case[] = [
     method: `${IAM}.RolesService/GetRole`,
     request: (fx) => ({ uid: fx.role }),
     expect: 0,
-    check: (r, fx) => expect(r).toMatchObject({ name: "reader", capabilities: ["groups.list", "repo.list"], parent: fx.org }),
+    check: (r, fx) => expect(r).toMatchObject({ name: "reader", capabilities: ["CAP_IAM_GROUPS_LIST", "CAP_REPO_LIST"], parent: fx.org }),
   },
   {
     name: "GetRole (built-in viewer)",

@@ -82,10 +82,12 @@ describe("role bindings over REST", () => {
       group: { uid: uidOf(org), name: "must-show", description: "the org" },
       role: { uid: "viewer", name: "viewer", description: VIEWER_DESCRIPTION },
       createTime: binding["createTime"],
+      // The create request's fields, beside the hydrated objects.
+      roleUid: "viewer",
+      identityUid: uidOf(identity),
     });
     expect(binding["createTime"]).toMatch(TIMESTAMP);
     expect(binding).not.toHaveProperty("updateTime");
-    expect(binding).not.toHaveProperty("roleUid");
 
     expect(await ok(call("GET", `/iam/v2beta1/roleBindings/${uidOf(binding)}`))).toEqual(binding);
     const { body } = await listBindings(`group=${uidOf(org)}`);
@@ -175,7 +177,7 @@ describe("role bindings over REST", () => {
     const path = `/iam/v2beta1/roleBindings/${uidOf(b)}`;
 
     const editor = await ok(call("PATCH", path, { roleUid: "editor" }));
-    expect(editor).toEqual({ ...b, role: { uid: "editor", name: "editor", description: expect.any(String) } });
+    expect(editor).toEqual({ ...b, role: { uid: "editor", name: "editor", description: expect.any(String) }, roleUid: "editor" });
 
     // With a mask, only role_uid counts; echoed output-only fields are ignored.
     const owner = await ok(call("PATCH", `${path}?updateMask=role_uid`, { ...editor, roleUid: "owner" }));
@@ -187,7 +189,10 @@ describe("role bindings over REST", () => {
     expect(await ok(call("PATCH", path, {}))).toEqual(owner);
 
     // Nothing but the role can change.
-    expect((await call("PATCH", path, { identityUid: uidOf(identity) })).status).toBe(400);
+    // identityUid is output only: echoed (or not) it changes nothing, and no mask may name it.
+    const other = await createIdentity(call, uidOf(org), { name: "other" });
+    expect(await ok(call("PATCH", path, { identityUid: uidOf(other) }))).toEqual(owner);
+    expectInvalid(await call("PATCH", `${path}?updateMask=identity_uid`, {}), "update_mask");
     expectInvalid(await call("PATCH", `${path}?updateMask=identity`, {}), "update_mask");
     expectInvalid(await call("PATCH", path, { roleUid: "" }), "role_uid");
     expectInvalid(await call("PATCH", path, { roleUid: "no-such-role" }), "role_uid");
@@ -609,13 +614,13 @@ describe("role bindings over Connect", () => {
     const org = await groups.createGroup({ group: { name: "connect-bindings", description: "c" } });
     const identity = await identities.createIdentity({
       parent: org.uid,
-      identity: { name: "svc", claimMatch: { issuer: "https://i", subject: "s" } },
+      identity: { name: "svc", claimMatch: { iss: { case: "issuer", value: "https://i" }, sub: { case: "subject", value: "s" } } },
     });
     const b = await bindings.createRoleBinding({ parent: org.uid, identityUid: identity.uid, roleUid: "viewer" });
     expect(b.identity).toMatchObject({ uid: identity.uid, name: "svc", subject: "s", issuer: "https://i" });
     expect(b.group).toMatchObject({ uid: org.uid, name: "connect-bindings", description: "c" });
     expect(b.role).toMatchObject({ uid: "viewer", name: "viewer", description: VIEWER_DESCRIPTION });
-    expect(b.roleUid).toBeUndefined();
+    expect([b.roleUid, b.identityUid]).toEqual(["viewer", identity.uid]);
     const list = await bindings.listRoleBindings({ identity: identity.uid });
     expect(list.roleBindings).toEqual([b]);
     expect(list.totalCount).toBe(1n);

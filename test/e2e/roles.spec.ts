@@ -4,7 +4,7 @@ import { isNull } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema, PreconditionFailureSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { RolesService } from "../../gen/platform/iam/v2beta1/roles_pb.js";
-import { BUILT_IN_ROLES, CAPABILITIES } from "../../src/capabilities/index.js";
+import { BUILT_IN_ROLES, CAPABILITIES, enumCapabilities } from "../../src/capabilities/index.js";
 import { schema } from "../../src/db/index.js";
 import { connectClient, grpcStatusDetails, restClient, type JsonObject, type RestClient } from "../support/clients.js";
 import { grpcSuite } from "../support/grpc-suite.js";
@@ -67,7 +67,8 @@ describe("built-in roles", () => {
         uid: builtIn.uid,
         name: builtIn.name,
         description: builtIn.description,
-        capabilities: builtIn.capabilities,
+        // Answered as enum names (docs/design.md, "Capability names").
+        capabilities: enumCapabilities(builtIn.capabilities),
         parent: "",
         createTime: r?.["createTime"],
         updateTime: r?.["updateTime"],
@@ -84,12 +85,12 @@ describe("built-in roles", () => {
     expect(body["totalCount"]).toBe("1");
     const viewer = await ok(call("GET", "/iam/v2beta1/roles/viewer"));
     expect(viewer).toEqual(roles(body)[0]);
-    expect(viewer["capabilities"]).toContain("groups.list");
+    expect(viewer["capabilities"]).toContain("CAP_IAM_GROUPS_LIST");
     expect((await ok(call("GET", "/iam/v2beta1/roles/registry.pull")))["capabilities"]).toEqual([
-      "groups.list",
-      "repo.list",
-      "tag.list",
-      "repo.blobs.get",
+      "CAP_IAM_GROUPS_LIST",
+      "CAP_REPO_LIST",
+      "CAP_TAG_LIST",
+      "CAP_REPO_BLOBS_GET",
     ]);
   });
 
@@ -103,7 +104,7 @@ describe("built-in roles", () => {
     const viewer = BUILT_IN_ROLES.find((r) => r.uid === "viewer")!;
     expect(await ok(call("GET", "/iam/v2beta1/roles/viewer"))).toMatchObject({
       description: viewer.description,
-      capabilities: viewer.capabilities,
+      capabilities: enumCapabilities(viewer.capabilities),
     });
   });
 });
@@ -126,7 +127,7 @@ describe("custom roles over REST", () => {
       uid: uidOf(role),
       name: "deployer",
       description: "pushes",
-      capabilities: ["repo.list", "tag.create"],
+      capabilities: ["CAP_REPO_LIST", "CAP_TAG_CREATE"],
       parent: uidOf(org),
       createTime: role["createTime"],
       updateTime: role["createTime"],
@@ -207,7 +208,7 @@ describe("custom roles over REST", () => {
     const path = `/iam/v2beta1/roles/${uidOf(role)}`;
     server.clock.advance(2000);
     const caps = await ok(call("PATCH", path, { capabilities: ["tag.list", "tag.create"] }));
-    expect(caps).toMatchObject({ name: "r", description: "d", capabilities: ["tag.list", "tag.create"], parent: uidOf(org) });
+    expect(caps).toMatchObject({ name: "r", description: "d", capabilities: ["CAP_TAG_LIST", "CAP_TAG_CREATE"], parent: uidOf(org) });
     expect(caps["updateTime"]).not.toBe(role["updateTime"]);
     const masked = await ok(call("PATCH", `${path}?updateMask=description`, { description: "new", name: "ignored" }));
     expect(masked).toMatchObject({ name: "r", description: "new" });
@@ -242,12 +243,12 @@ describe("roles over gRPC (@grpc/grpc-js)", () => {
 
     const org = await createGroup(call, "grpc-roles");
     const role = await rpc<RoleMsg>("CreateRole", { parent: uidOf(org), role: { name: "g", capabilities: ["repo.list"] } });
-    expect(role).toMatchObject({ name: "g", capabilities: ["repo.list"], parent: uidOf(org) });
+    expect(role).toMatchObject({ name: "g", capabilities: ["CAP_REPO_LIST"], parent: uidOf(org) });
     const updated = await rpc<RoleMsg>("UpdateRole", {
       role: { uid: role.uid, capabilities: ["repo.list", "tag.list"] },
       update_mask: { paths: ["capabilities"] },
     });
-    expect(updated.capabilities).toEqual(["repo.list", "tag.list"]);
+    expect(updated.capabilities).toEqual(["CAP_REPO_LIST", "CAP_TAG_LIST"]);
     expect(await rpc<RoleMsg>("GetRole", { uid: role.uid })).toEqual(updated);
     await rpc("DeleteRole", { uid: role.uid });
 

@@ -89,9 +89,10 @@ describe("root role bindings over REST", () => {
       group: null,
       role: { uid: "owner", name: "owner", description: expect.any(String) },
       createTime: expect.stringMatching(TIMESTAMP),
+      roleUid: "owner",
+      identityUid: ada.uid,
     });
     expect(created).not.toHaveProperty("updateTime");
-    expect(created).not.toHaveProperty("roleUid");
     expect(await ok(admin("GET", `${ROOT}/${uidOf(created)}`))).toEqual(created);
     expect(await ok(admin("GET", `${ROOT}?identity=${ada.uid}`))).toEqual({
       rootRoleBindings: [created],

@@ -3,6 +3,7 @@ import grpc from "@grpc/grpc-js";
 import { beforeAll, describe, expect, it } from "vitest";
 import { grpcStatusDetails, restClient, type JsonObject, type JsonValue, type RestClient } from "../support/clients.js";
 import { grpcSuite } from "../support/grpc-suite.js";
+import { dottedCapabilities } from "../../src/capabilities/index.js";
 import {
   TIMESTAMP,
   bind,
@@ -49,6 +50,9 @@ async function v1One(collection: string, id: string): Promise<JsonObject> {
   return found[0]!;
 }
 
+const NO_CLAIMS = { issuer: "", subject: "", issuerPattern: "", subjectPattern: "", audience: "", audiencePattern: "" };
+const isObject = (v: JsonValue | undefined): v is JsonObject => typeof v === "object" && v !== null && !Array.isArray(v);
+
 const V1_NAMES: Record<string, string> = { uid: "id", createTime: "createdAt", updateTime: "updatedAt", lastSeenTime: "lastSeenAt" };
 
 /**
@@ -67,6 +71,13 @@ function v1View(v2: JsonObject): JsonObject {
     const r = v2[ref];
     if (r && typeof r === "object" && !Array.isArray(r)) out[ref] = (r as JsonObject)["uid"] as JsonValue;
   }
+  // v2 answers a binding's references' uids beside them too; v1's references are those uids.
+  delete out["identityUid"];
+  delete out["roleUid"];
+  // v1's claimMatch has all six fields; v2 answers only the members in use of its three oneofs.
+  if (isObject(v2["claimMatch"])) out["claimMatch"] = { ...NO_CLAIMS, ...v2["claimMatch"] };
+  // v1 answers capabilities as it always did; v2 as enum names (docs/design.md, "Capability names").
+  if (Array.isArray(v2["capabilities"])) out["capabilities"] = dottedCapabilities(v2["capabilities"] as string[]);
   return out;
 }
 
@@ -283,14 +294,16 @@ async function insertChildGroups(org: string, n: number, description = ""): Prom
 }
 
 describe("identities in v1", () => {
+  // One member of each of v2's pairs, and an empty one that v1 always sends.
   const claims = {
     issuer: "https://issuer.example",
-    subject: "repo:a/b",
-    issuerPattern: "https://issuer\\.example/.*",
+    subject: "",
+    issuerPattern: "",
     subjectPattern: "repo:.*",
     audience: "api",
     audiencePattern: "",
   };
+  const v2Claims = { issuer: "https://issuer.example", subjectPattern: "repo:.*", audience: "api" };
 
   it("agree with v2 both ways, field by field", async () => {
     const org = await newOrg();
@@ -307,7 +320,7 @@ describe("identities in v1", () => {
   it("a v1 update resets claimMatch and description when omitted; a v2 PATCH keeps them", async () => {
     const org = await newOrg();
     const uid = uidOf(await createIdentity(call, org, { name: "robot", description: "ci", claimMatch: claims }));
-    expect(await patch(`/iam/v2beta1/identities/${uid}`, { name: "robot-2" })).toMatchObject({ description: "ci", claimMatch: claims });
+    expect(await patch(`/iam/v2beta1/identities/${uid}`, { name: "robot-2" })).toMatchObject({ description: "ci", claimMatch: v2Claims });
     const replaced = await put(`/iam/v1/identities/${uid}`, { name: "robot-3" });
     const empty = { issuer: "", subject: "", issuerPattern: "", subjectPattern: "", audience: "", audiencePattern: "" };
     expect(replaced).toMatchObject({ name: "robot-3", description: "", claimMatch: empty });
@@ -335,6 +348,8 @@ describe("roles in v1", () => {
     const viewer = await v1One("/iam/v1/roles", "viewer");
     expect(viewer).toEqual(v1View(await get("/iam/v2beta1/roles/viewer")));
     expect(viewer["parent"]).toBe("");
+    // v1 keeps answering dotted names, whatever v2 answers (docs/design.md, "Capability names").
+    expect(viewer["capabilities"]).toContain("groups.list");
 
     const org = await newOrg();
     const fromV2 = await post(`/iam/v2beta1/roles/${org}`, {
@@ -343,8 +358,14 @@ describe("roles in v1", () => {
       capabilities: ["repo.list", "tag.list"],
     });
     expect(await v1One("/iam/v1/roles", uidOf(fromV2))).toEqual(v1View(fromV2));
-    const fromV1 = await post(`/iam/v1/roles/${org}`, { name: "pusher", description: "pushes", capabilities: ["repo.create"] });
+    // v1 takes either spelling too.
+    const fromV1 = await post(`/iam/v1/roles/${org}`, {
+      name: "pusher",
+      description: "pushes",
+      capabilities: ["CAP_REPO_CREATE", "tag.list"],
+    });
     expect(fromV1["id"]).toMatch(/^[0-9a-f]{16}$/);
+    expect(fromV1["capabilities"]).toEqual(["repo.create", "tag.list"]);
     expect(fromV1["parent"]).toBe(org);
     expect(fromV1).toEqual(v1View(await get(`/iam/v2beta1/roles/${fromV1["id"]}`)));
     expect((await items(`/iam/v1/roles?uidp.children_of=${org}`)).map((r) => r["name"]).sort()).toEqual(["puller", "pusher"]);

@@ -70,9 +70,10 @@ describe("deriveResourceSpec of the API's services", () => {
     const spec = deriveResourceSpec(IdentitiesService);
     expect(flags(spec.fields)).toEqual([
       "--description=description:string",
+      // Each pair of claimMatch is a oneof, declared together.
       "--issuer=claimMatch.issuer:string",
-      "--subject=claimMatch.subject:string",
       "--issuer-pattern=claimMatch.issuerPattern:string",
+      "--subject=claimMatch.subject:string",
       "--subject-pattern=claimMatch.subjectPattern:string",
       "--audience=claimMatch.audience:string",
       "--audience-pattern=claimMatch.audiencePattern:string",

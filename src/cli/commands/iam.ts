@@ -73,7 +73,7 @@ export const IAM_OVERRIDES: Record<string, ResourceOverride> = {
   [RolesService.typeName]: {
     columns: [UID, NAME, col("PARENT", "parent", "text", true), col("CAPABILITIES", "capabilities"), CREATED],
     parent: inGroup,
-    fields: { ...description, capabilities: { description: "a capability, e.g. repo.list", arg: "<cap>" } },
+    fields: { ...description, capabilities: { description: "a capability, e.g. repo.list or its enum name CAP_REPO_LIST", arg: "<cap>" } },
   },
   [RoleBindingsService.typeName]: {
     columns: [UID, col("IDENTITY", "identity.name"), col("ROLE", "role.uid"), col("GROUP", "group.name"), CREATED],

@@ -1,16 +1,15 @@
-import { create, equals } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { eq, sql, type SQL } from "drizzle-orm";
 import {
-  ClaimMatchSchema,
   IdentitiesService,
   IdentitySchema,
-  type ClaimMatch,
   type Identity,
   type ListIdentitiesRequest,
 } from "../../../gen/platform/iam/v2beta1/identities_pb.js";
 import { assertWithinCeiling, callerGrants, Grants } from "../../authz/index.js";
 import { newChildUid, parentOf, schema, type Executor } from "../../db/index.js";
+import { claimFields, claimMatchOf, type ClaimFields } from "./claim-match.js";
 import { issuerPatternOrigin } from "./claim-pattern.js";
 import { invalidArgument } from "../../errors/index.js";
 import { CREATOR_DELETED, stopSubscriptions } from "../../events/index.js";
@@ -27,7 +26,7 @@ const MAX_PATTERN_LENGTH = 512;
 
 const t = schema.identities;
 
-function validateClaimMatch(c: ClaimMatch): void {
+function validateClaimMatch(c: ClaimFields): void {
   // issuer and subject share one index entry: bytes, not characters, keep it under PostgreSQL's limit.
   for (const [field, value] of [
     ["issuer", c.issuer],
@@ -62,24 +61,24 @@ export const identityResource = defineResource({
       name: row.name,
       description: row.description,
       lastSeenTime: toTimestamp(row.lastSeenTime),
-      claimMatch: {
+      claimMatch: claimMatchOf({
         issuer: row.claimIssuer,
         subject: row.claimSubject,
         issuerPattern: row.claimIssuerPattern,
         subjectPattern: row.claimSubjectPattern,
         audience: row.claimAudience,
         audiencePattern: row.claimAudiencePattern,
-      },
+      }),
       createTime: toTimestamp(row.createTime),
       updateTime: toTimestamp(row.updateTime),
     }),
   validate: (i: Identity) => {
     checkName(i.name);
     checkDescription(i.description);
-    validateClaimMatch(i.claimMatch ?? create(ClaimMatchSchema));
+    validateClaimMatch(claimFields(i.claimMatch));
   },
   toColumns: (i) => {
-    const c = i.claimMatch ?? create(ClaimMatchSchema);
+    const c = claimFields(i.claimMatch);
     return {
       name: i.name,
       description: i.description,
@@ -103,7 +102,7 @@ export const identityResource = defineResource({
 
 /** claim_match.issuer / claim_match.subject: exact matches; the other claim fields cannot be filtered on. */
 function claimFilters(req: ListIdentitiesRequest): ExtraFilters {
-  const c = req.claimMatch ?? create(ClaimMatchSchema);
+  const c = claimFields(req.claimMatch);
   for (const [field, value] of [
     ["issuer_pattern", c.issuerPattern],
     ["subject_pattern", c.subjectPattern],
@@ -157,11 +156,9 @@ export function identitiesService(ctx: ServiceContext): ServiceImpl<typeof Ident
       const grants = callerGrants(context);
       const uid = requireField(req.identity?.uid ?? "", "identity.uid");
       return store.update(uid, req.identity ?? create(IdentitySchema), req.updateMask, context, async (tx, next, current) => {
-        const unchanged = equals(
-          ClaimMatchSchema,
-          next.claimMatch ?? create(ClaimMatchSchema),
-          current.claimMatch ?? create(ClaimMatchSchema),
-        );
+        // Compared as what is stored: a member given empty is one not in use.
+        const [a, b] = [claimFields(next.claimMatch), claimFields(current.claimMatch)];
+        const unchanged = (Object.keys(a) as (keyof ClaimFields)[]).every((k) => a[k] === b[k]);
         if (!unchanged) await assertMayRetarget(tx, grants, uid);
         return {};
       });

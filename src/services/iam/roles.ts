@@ -4,16 +4,18 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { RoleSchema, RolesService, type Role } from "../../../gen/platform/iam/v2beta1/roles_pb.js";
 import { assertWithinCeiling, callerGrants } from "../../authz/index.js";
 import { countRoleBindings } from "../../bindings/index.js";
-import { isBuiltInRole, isCapability } from "../../capabilities/index.js";
+import { capabilityNamed, dottedCapabilities, enumCapabilities, isBuiltInRole } from "../../capabilities/index.js";
 import { schema } from "../../db/index.js";
 import { alreadyExists, failedPrecondition, invalidArgument } from "../../errors/index.js";
 import type { ServiceContext } from "../context.js";
 import { requireField } from "../resource-store.js";
 import { defineResource, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
-import { checkDescription, checkName } from "../validation.js";
+import { checkDescription, checkLength, checkName } from "../validation.js";
 
 const t = schema.roles;
+
+const MAX_CAPABILITY_LENGTH = 100;
 
 function refuseBuiltIn(uid: string, verb: string): void {
   if (isBuiltInRole(uid)) throw failedPrecondition("BUILT_IN_ROLE", `role ${uid} is built in and cannot be ${verb}`, uid);
@@ -39,7 +41,8 @@ export const roleResource = defineResource({
       uid: row.uid,
       name: row.name,
       description: row.description,
-      capabilities: row.capabilities,
+      // Answered as enum names, which every client parses (docs/design.md, "Capability names").
+      capabilities: enumCapabilities(row.capabilities),
       parent: row.parentUid ?? "",
       createTime: toTimestamp(row.createTime),
       updateTime: toTimestamp(row.updateTime),
@@ -50,11 +53,13 @@ export const roleResource = defineResource({
     if (isBuiltInRole(r.name)) throw alreadyExists("role", r.name, `"${r.name}" is the name of a built-in role`);
     checkDescription(r.description);
     r.capabilities.forEach((c, i) => {
-      if (!isCapability(c)) throw invalidArgument(`capabilities[${i}]`, `unknown capability "${c}"`);
+      // Longer than any capability in either spelling: refused without echoing it.
+      checkLength(c, `capabilities[${i}]`, MAX_CAPABILITY_LENGTH);
+      if (capabilityNamed(c) === undefined) throw invalidArgument(`capabilities[${i}]`, `unknown capability "${c}"`);
     });
   },
-  // Repeats collapse; the order given is kept.
-  toColumns: (r) => ({ name: r.name, description: r.description, capabilities: [...new Set(r.capabilities)] }),
+  // Stored dotted, as grants and the authorizer read them; repeats (in either spelling) collapse; the order given is kept.
+  toColumns: (r) => ({ name: r.name, description: r.description, capabilities: [...new Set(dottedCapabilities(r.capabilities))] }),
   duplicate: (r) => `the group already has a role named "${r.name}"`,
   missingReference: "group",
   // The row lock waits for bindings being created with this role
@@ -76,7 +81,7 @@ export function rolesService(ctx: ServiceContext): ServiceImpl<typeof RolesServi
       const role = req.role ?? create(RoleSchema);
       // An unknown capability is the caller's typo, not an escalation: say so first.
       roleResource.validate(role);
-      assertWithinCeiling(grants, role.capabilities, parent, "the role");
+      assertWithinCeiling(grants, dottedCapabilities(role.capabilities), parent, "the role");
       const uid = randomBytes(8).toString("hex");
       return store.create(role, { uid, parentUid: parent, path: `${parent}/${uid}` }, context);
     },
@@ -87,7 +92,7 @@ export function rolesService(ctx: ServiceContext): ServiceImpl<typeof RolesServi
       refuseBuiltIn(uid, "changed");
       // Bindings of the role grant its new capabilities at once: the caller must hold them where the role lives.
       return store.update(uid, req.role ?? create(RoleSchema), req.updateMask, context, (_tx, next) => {
-        assertWithinCeiling(grants, next.capabilities, next.parent, "the role");
+        assertWithinCeiling(grants, dottedCapabilities(next.capabilities), next.parent, "the role");
         return {};
       });
     },

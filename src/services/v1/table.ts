@@ -6,11 +6,7 @@ import { RoleSchema, RolesService } from "../../../gen/platform/iam/v1/roles_pb.
 import { RepoSchema, ReposService } from "../../../gen/platform/registry/v1/repos_pb.js";
 import { TagSchema, TagsService } from "../../../gen/platform/registry/v1/tags_pb.js";
 import { GroupsService as V2GroupsService, type Group as V2Group } from "../../../gen/platform/iam/v2beta1/groups_pb.js";
-import {
-  IdentitiesService as V2IdentitiesService,
-  type ClaimMatch as V2ClaimMatch,
-  type Identity as V2Identity,
-} from "../../../gen/platform/iam/v2beta1/identities_pb.js";
+import { IdentitiesService as V2IdentitiesService, type Identity as V2Identity } from "../../../gen/platform/iam/v2beta1/identities_pb.js";
 import {
   RoleBindingsService as V2RoleBindingsService,
   type RoleBinding as V2RoleBinding,
@@ -19,7 +15,9 @@ import { RolesService as V2RolesService, type Role as V2Role } from "../../../ge
 import { ReposService as V2ReposService, type Repo as V2Repo } from "../../../gen/platform/registry/v2beta1/repos_pb.js";
 import { TagsService as V2TagsService, type Tag as V2Tag } from "../../../gen/platform/registry/v2beta1/tags_pb.js";
 import { invalidArgument } from "../../errors/index.js";
+import { dottedCapabilities } from "../../capabilities/index.js";
 import { groupsService } from "../iam/groups.js";
+import { claimFields, claimMatchOf } from "../iam/claim-match.js";
 import { identitiesService } from "../iam/identities.js";
 import { roleBindingsService } from "../iam/role-bindings.js";
 import { rolesService } from "../iam/roles.js";
@@ -41,18 +39,6 @@ const LIMIT_KEYS = ["clusters", "idps", "repositories"] as const;
 function limitsToV2(limits: ResourceLimits | undefined): Record<string, number> {
   return Object.fromEntries(LIMIT_KEYS.map((k) => [k, limits?.[k] ?? 0]).filter(([, n]) => n !== 0));
 }
-
-type Claims = Pick<V2ClaimMatch, "issuer" | "subject" | "issuerPattern" | "subjectPattern" | "audience" | "audiencePattern">;
-
-// claim_match has the same fields in both versions.
-const claims = (c: Claims | undefined): Claims => ({
-  issuer: c?.issuer ?? "",
-  subject: c?.subject ?? "",
-  issuerPattern: c?.issuerPattern ?? "",
-  subjectPattern: c?.subjectPattern ?? "",
-  audience: c?.audience ?? "",
-  audiencePattern: c?.audiencePattern ?? "",
-});
 
 /** The identity and group of a binding are fixed at creation; only its role is what an update replaces. */
 async function identityIsFixed(b: RoleBinding, v2: InProcess<typeof V2RoleBindingsService>, context: HandlerContext): Promise<void> {
@@ -96,9 +82,10 @@ export const V1_TABLE: readonly AnyV1Row[] = [
       name: i.name,
       description: i.description,
       lastSeenAt: i.lastSeenTime,
-      claimMatch: claims(i.claimMatch),
+      // v1's claim_match is v2's six fields as plain fields rather than three oneofs.
+      claimMatch: claimFields(i.claimMatch),
     }),
-    toV2: (i) => ({ uid: i.id, name: i.name, description: i.description, claimMatch: claims(i.claimMatch) }),
+    toV2: (i) => ({ uid: i.id, name: i.name, description: i.description, claimMatch: claimMatchOf(i.claimMatch ?? {}) }),
   }),
   v1Row({
     v1: RolesService,
@@ -108,7 +95,14 @@ export const V1_TABLE: readonly AnyV1Row[] = [
     field: "role",
     v2Items: "roles",
     listFilters: ["name"],
-    toV1: (r: V2Role) => ({ ...v1Record(r), name: r.name, description: r.description, capabilities: r.capabilities, parent: r.parent }),
+    // v1 answers the dotted names it always did (docs/design.md, "Capability names").
+    toV1: (r: V2Role) => ({
+      ...v1Record(r),
+      name: r.name,
+      description: r.description,
+      capabilities: dottedCapabilities(r.capabilities),
+      parent: r.parent,
+    }),
     toV2: (r) => ({ uid: r.id, name: r.name, description: r.description, capabilities: r.capabilities }),
   }),
   v1Row({

@@ -19,61 +19,88 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file platform/iam/v2beta1/identities.proto.
  */
 export const file_platform_iam_v2beta1_identities: GenFile = /*@__PURE__*/
-  fileDesc("CiVwbGF0Zm9ybS9pYW0vdjJiZXRhMS9pZGVudGl0aWVzLnByb3RvEhRwbGF0Zm9ybS5pYW0udjJiZXRhMSKKAQoKQ2xhaW1NYXRjaBIOCgZpc3N1ZXIYASABKAkSDwoHc3ViamVjdBgCIAEoCRIWCg5pc3N1ZXJfcGF0dGVybhgDIAEoCRIXCg9zdWJqZWN0X3BhdHRlcm4YBCABKAkSEAoIYXVkaWVuY2UYBSABKAkSGAoQYXVkaWVuY2VfcGF0dGVybhgGIAEoCSKkAgoISWRlbnRpdHkSFAoDdWlkGAEgASgJQgfgQQjY8xgEEhEKBG5hbWUYAiABKAlCA+BBAhITCgtkZXNjcmlwdGlvbhgDIAEoCRI3Cg5sYXN0X3NlZW5fdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxI1CgtjbGFpbV9tYXRjaBgFIAEoCzIgLnBsYXRmb3JtLmlhbS52MmJldGExLkNsYWltTWF0Y2gSNAoLY3JlYXRlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSNAoLdXBkYXRlX3RpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMi0QEKFUxpc3RJZGVudGl0aWVzUmVxdWVzdBIsCgR1aWRwGAEgASgLMh4ucGxhdGZvcm0uY29tbW9uLnYxLlVJRFBGaWx0ZXISDAoEbmFtZRgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCRIQCghvcmRlcl9ieRgFIAEoCRIMCgRza2lwGAYgASgFEjUKC2NsYWltX21hdGNoGAcgASgLMiAucGxhdGZvcm0uaWFtLnYyYmV0YTEuQ2xhaW1NYXRjaCKLAQoWTGlzdElkZW50aXRpZXNSZXNwb25zZRIyCgppZGVudGl0aWVzGAEgAygLMh4ucGxhdGZvcm0uaWFtLnYyYmV0YTEuSWRlbnRpdHkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEhMKC3RvdGFsX2NvdW50GAMgASgDEg8KB3NraXBwZWQYBCABKAUiKgoSR2V0SWRlbnRpdHlSZXF1ZXN0EhQKA3VpZBgBIAEoCUIH4EEC2PMYBCJnChVDcmVhdGVJZGVudGl0eVJlcXVlc3QSFwoGcGFyZW50GAEgASgJQgfgQQLY8xgBEjUKCGlkZW50aXR5GAIgASgLMh4ucGxhdGZvcm0uaWFtLnYyYmV0YTEuSWRlbnRpdHlCA+BBAiJ/ChVVcGRhdGVJZGVudGl0eVJlcXVlc3QSNQoIaWRlbnRpdHkYASABKAsyHi5wbGF0Zm9ybS5pYW0udjJiZXRhMS5JZGVudGl0eUID4EECEi8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayItChVEZWxldGVJZGVudGl0eVJlcXVlc3QSFAoDdWlkGAEgASgJQgfgQQLY8xgEMtgHChFJZGVudGl0aWVzU2VydmljZRKhAQoOTGlzdElkZW50aXRpZXMSKy5wbGF0Zm9ybS5pYW0udjJiZXRhMS5MaXN0SWRlbnRpdGllc1JlcXVlc3QaLC5wbGF0Zm9ybS5pYW0udjJiZXRhMS5MaXN0SWRlbnRpdGllc1Jlc3BvbnNlIjTK8xgRCg1pZGVudGl0eS5saXN0EAKC0+STAhkSFy9pYW0vdjJiZXRhMS9pZGVudGl0aWVzEpsBCgtHZXRJZGVudGl0eRIoLnBsYXRmb3JtLmlhbS52MmJldGExLkdldElkZW50aXR5UmVxdWVzdBoeLnBsYXRmb3JtLmlhbS52MmJldGExLklkZW50aXR5IkLK8xgWCg1pZGVudGl0eS5saXN0EAEaA3VpZILT5JMCIhIgL2lhbS92MmJldGExL2lkZW50aXRpZXMve3VpZD0qKn0S1wEKDkNyZWF0ZUlkZW50aXR5EisucGxhdGZvcm0uaWFtLnYyYmV0YTEuQ3JlYXRlSWRlbnRpdHlSZXF1ZXN0Gh4ucGxhdGZvcm0uaWFtLnYyYmV0YTEuSWRlbnRpdHkieMrzGBsKD2lkZW50aXR5LmNyZWF0ZRABGgZwYXJlbnTS8xggcGxhdGZvcm0uaWFtLmlkZW50aXR5LmNyZWF0ZWQudjGC0+STAi86CGlkZW50aXR5IiMvaWFtL3YyYmV0YTEvaWRlbnRpdGllcy97cGFyZW50PSoqfRLkAQoOVXBkYXRlSWRlbnRpdHkSKy5wbGF0Zm9ybS5pYW0udjJiZXRhMS5VcGRhdGVJZGVudGl0eVJlcXVlc3QaHi5wbGF0Zm9ybS5pYW0udjJiZXRhMS5JZGVudGl0eSKEAcrzGCEKD2lkZW50aXR5LnVwZGF0ZRABGgxpZGVudGl0eS51aWTS8xggcGxhdGZvcm0uaWFtLmlkZW50aXR5LnVwZGF0ZWQudjGC0+STAjU6CGlkZW50aXR5MikvaWFtL3YyYmV0YTEvaWRlbnRpdGllcy97aWRlbnRpdHkudWlkPSoqfRK/AQoORGVsZXRlSWRlbnRpdHkSKy5wbGF0Zm9ybS5pYW0udjJiZXRhMS5EZWxldGVJZGVudGl0eVJlcXVlc3QaFi5nb29nbGUucHJvdG9idWYuRW1wdHkiaMrzGBgKD2lkZW50aXR5LmRlbGV0ZRABGgN1aWTS8xggcGxhdGZvcm0uaWFtLmlkZW50aXR5LmRlbGV0ZWQudjGC0+STAiIqIC9pYW0vdjJiZXRhMS9pZGVudGl0aWVzL3t1aWQ9Kip9YgZwcm90bzM", [file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_platform_common_v1_authorization, file_platform_common_v1_events, file_platform_common_v1_uid_kind, file_platform_common_v1_uidp]);
+  fileDesc("CiVwbGF0Zm9ybS9pYW0vdjJiZXRhMS9pZGVudGl0aWVzLnByb3RvEhRwbGF0Zm9ybS5pYW0udjJiZXRhMSKrAQoKQ2xhaW1NYXRjaBIQCgZpc3N1ZXIYASABKAlIABIYCg5pc3N1ZXJfcGF0dGVybhgDIAEoCUgAEhEKB3N1YmplY3QYAiABKAlIARIZCg9zdWJqZWN0X3BhdHRlcm4YBCABKAlIARISCghhdWRpZW5jZRgFIAEoCUgCEhoKEGF1ZGllbmNlX3BhdHRlcm4YBiABKAlIAkIFCgNpc3NCBQoDc3ViQgUKA2F1ZCKkAgoISWRlbnRpdHkSFAoDdWlkGAEgASgJQgfgQQjY8xgEEhEKBG5hbWUYAiABKAlCA+BBAhITCgtkZXNjcmlwdGlvbhgDIAEoCRI3Cg5sYXN0X3NlZW5fdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxI1CgtjbGFpbV9tYXRjaBgFIAEoCzIgLnBsYXRmb3JtLmlhbS52MmJldGExLkNsYWltTWF0Y2gSNAoLY3JlYXRlX3RpbWUYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSNAoLdXBkYXRlX3RpbWUYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMi0QEKFUxpc3RJZGVudGl0aWVzUmVxdWVzdBIsCgR1aWRwGAEgASgLMh4ucGxhdGZvcm0uY29tbW9uLnYxLlVJRFBGaWx0ZXISDAoEbmFtZRgCIAEoCRIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCRIQCghvcmRlcl9ieRgFIAEoCRIMCgRza2lwGAYgASgFEjUKC2NsYWltX21hdGNoGAcgASgLMiAucGxhdGZvcm0uaWFtLnYyYmV0YTEuQ2xhaW1NYXRjaCKLAQoWTGlzdElkZW50aXRpZXNSZXNwb25zZRIyCgppZGVudGl0aWVzGAEgAygLMh4ucGxhdGZvcm0uaWFtLnYyYmV0YTEuSWRlbnRpdHkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJEhMKC3RvdGFsX2NvdW50GAMgASgDEg8KB3NraXBwZWQYBCABKAUiKgoSR2V0SWRlbnRpdHlSZXF1ZXN0EhQKA3VpZBgBIAEoCUIH4EEC2PMYBCJnChVDcmVhdGVJZGVudGl0eVJlcXVlc3QSFwoGcGFyZW50GAEgASgJQgfgQQLY8xgBEjUKCGlkZW50aXR5GAIgASgLMh4ucGxhdGZvcm0uaWFtLnYyYmV0YTEuSWRlbnRpdHlCA+BBAiJ/ChVVcGRhdGVJZGVudGl0eVJlcXVlc3QSNQoIaWRlbnRpdHkYASABKAsyHi5wbGF0Zm9ybS5pYW0udjJiZXRhMS5JZGVudGl0eUID4EECEi8KC3VwZGF0ZV9tYXNrGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayItChVEZWxldGVJZGVudGl0eVJlcXVlc3QSFAoDdWlkGAEgASgJQgfgQQLY8xgEMtgHChFJZGVudGl0aWVzU2VydmljZRKhAQoOTGlzdElkZW50aXRpZXMSKy5wbGF0Zm9ybS5pYW0udjJiZXRhMS5MaXN0SWRlbnRpdGllc1JlcXVlc3QaLC5wbGF0Zm9ybS5pYW0udjJiZXRhMS5MaXN0SWRlbnRpdGllc1Jlc3BvbnNlIjTK8xgRCg1pZGVudGl0eS5saXN0EAKC0+STAhkSFy9pYW0vdjJiZXRhMS9pZGVudGl0aWVzEpsBCgtHZXRJZGVudGl0eRIoLnBsYXRmb3JtLmlhbS52MmJldGExLkdldElkZW50aXR5UmVxdWVzdBoeLnBsYXRmb3JtLmlhbS52MmJldGExLklkZW50aXR5IkLK8xgWCg1pZGVudGl0eS5saXN0EAEaA3VpZILT5JMCIhIgL2lhbS92MmJldGExL2lkZW50aXRpZXMve3VpZD0qKn0S1wEKDkNyZWF0ZUlkZW50aXR5EisucGxhdGZvcm0uaWFtLnYyYmV0YTEuQ3JlYXRlSWRlbnRpdHlSZXF1ZXN0Gh4ucGxhdGZvcm0uaWFtLnYyYmV0YTEuSWRlbnRpdHkieMrzGBsKD2lkZW50aXR5LmNyZWF0ZRABGgZwYXJlbnTS8xggcGxhdGZvcm0uaWFtLmlkZW50aXR5LmNyZWF0ZWQudjGC0+STAi86CGlkZW50aXR5IiMvaWFtL3YyYmV0YTEvaWRlbnRpdGllcy97cGFyZW50PSoqfRLkAQoOVXBkYXRlSWRlbnRpdHkSKy5wbGF0Zm9ybS5pYW0udjJiZXRhMS5VcGRhdGVJZGVudGl0eVJlcXVlc3QaHi5wbGF0Zm9ybS5pYW0udjJiZXRhMS5JZGVudGl0eSKEAcrzGCEKD2lkZW50aXR5LnVwZGF0ZRABGgxpZGVudGl0eS51aWTS8xggcGxhdGZvcm0uaWFtLmlkZW50aXR5LnVwZGF0ZWQudjGC0+STAjU6CGlkZW50aXR5MikvaWFtL3YyYmV0YTEvaWRlbnRpdGllcy97aWRlbnRpdHkudWlkPSoqfRK/AQoORGVsZXRlSWRlbnRpdHkSKy5wbGF0Zm9ybS5pYW0udjJiZXRhMS5EZWxldGVJZGVudGl0eVJlcXVlc3QaFi5nb29nbGUucHJvdG9idWYuRW1wdHkiaMrzGBgKD2lkZW50aXR5LmRlbGV0ZRABGgN1aWTS8xggcGxhdGZvcm0uaWFtLmlkZW50aXR5LmRlbGV0ZWQudjGC0+STAiIqIC9pYW0vdjJiZXRhMS9pZGVudGl0aWVzL3t1aWQ9Kip9YgZwcm90bzM", [file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_empty, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_platform_common_v1_authorization, file_platform_common_v1_events, file_platform_common_v1_uid_kind, file_platform_common_v1_uidp]);
 
 /**
- * Which OIDC tokens may assume an identity. A token matches when every
- * non-empty field matches: issuer and subject exactly, the patterns as
- * regular expressions anchored at both ends.
+ * Which OIDC tokens may assume an identity. Each claim is matched either
+ * exactly or by a regular expression anchored at both ends, so each pair is
+ * a oneof: only the member in use is set, and only it is answered
+ * (docs/design.md, "Claim match").
  *
  * @generated from message platform.iam.v2beta1.ClaimMatch
  */
 export type ClaimMatch = Message<"platform.iam.v2beta1.ClaimMatch"> & {
   /**
-   * The token's `iss`, exactly.
+   * How the token's `iss` is matched.
    *
-   * @generated from field: string issuer = 1;
+   * @generated from oneof platform.iam.v2beta1.ClaimMatch.iss
    */
-  issuer: string;
+  iss: {
+    /**
+     * The token's `iss`, exactly.
+     *
+     * @generated from field: string issuer = 1;
+     */
+    value: string;
+    case: "issuer";
+  } | {
+    /**
+     * A regular expression the whole `iss` must match (RE2 syntax, linear
+     * time).
+     *
+     * @generated from field: string issuer_pattern = 3;
+     */
+    value: string;
+    case: "issuerPattern";
+  } | { case: undefined; value?: undefined };
 
   /**
-   * The token's `sub`, exactly.
+   * How the token's `sub` is matched.
    *
-   * @generated from field: string subject = 2;
+   * @generated from oneof platform.iam.v2beta1.ClaimMatch.sub
    */
-  subject: string;
+  sub: {
+    /**
+     * The token's `sub`, exactly.
+     *
+     * @generated from field: string subject = 2;
+     */
+    value: string;
+    case: "subject";
+  } | {
+    /**
+     * A regular expression the whole `sub` must match (RE2 syntax).
+     *
+     * @generated from field: string subject_pattern = 4;
+     */
+    value: string;
+    case: "subjectPattern";
+  } | { case: undefined; value?: undefined };
 
   /**
-   * A regular expression the whole `iss` must match (RE2 syntax, linear
-   * time).
+   * How the token's `aud` is matched. When neither is set, the token's `aud`
+   * must contain this service's auth URL.
    *
-   * @generated from field: string issuer_pattern = 3;
+   * @generated from oneof platform.iam.v2beta1.ClaimMatch.aud
    */
-  issuerPattern: string;
-
-  /**
-   * A regular expression the whole `sub` must match (RE2 syntax).
-   *
-   * @generated from field: string subject_pattern = 4;
-   */
-  subjectPattern: string;
-
-  /**
-   * A value the token's `aud` must contain, exactly. When neither audience
-   * nor audience_pattern is set, the token's `aud` must contain this
-   * service's auth URL.
-   *
-   * @generated from field: string audience = 5;
-   */
-  audience: string;
-
-  /**
-   * A regular expression one of the token's `aud` values must match
-   * entirely (RE2 syntax).
-   *
-   * @generated from field: string audience_pattern = 6;
-   */
-  audiencePattern: string;
+  aud: {
+    /**
+     * A value the token's `aud` must contain, exactly.
+     *
+     * @generated from field: string audience = 5;
+     */
+    value: string;
+    case: "audience";
+  } | {
+    /**
+     * A regular expression one of the token's `aud` values must match
+     * entirely (RE2 syntax).
+     *
+     * @generated from field: string audience_pattern = 6;
+     */
+    value: string;
+    case: "audiencePattern";
+  } | { case: undefined; value?: undefined };
 };
 
 /**

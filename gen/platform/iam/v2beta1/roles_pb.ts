@@ -48,7 +48,9 @@ export type Role = Message<"platform.iam.v2beta1.Role"> & {
   description: string;
 
   /**
-   * Capabilities such as `repo.list` or `tag.create`; each must be known.
+   * Capabilities, each known, named `<resource>.<verb>` (`repo.list`) or by
+   * its enum name (`CAP_REPO_LIST`); answered by enum name
+   * (docs/design.md, "Capability names").
    *
    * @generated from field: repeated string capabilities = 4;
    */
