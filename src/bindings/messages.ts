@@ -17,7 +17,7 @@ const roleColumns = { uid: r.uid, name: r.name, description: r.description };
 
 /**
  * A stored binding as a message, for group and root bindings alike (their
- * ResourceMappings spread it): the row carries only what may change
+ * resource definitions spread it): the row carries only what may change
  * (role_uid); every response is hydrated by the functions below instead.
  */
 export const storedBindingMapping = {

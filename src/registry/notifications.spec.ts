@@ -10,6 +10,7 @@ import { migratedStorePerFile } from "../../test/support/fresh-store.js";
 import { principalKey } from "../caller/index.js";
 import { Grants } from "../authz/index.js";
 import { SecretBox } from "../crypto/index.js";
+import { Egress } from "../egress/index.js";
 import { EventRecorder } from "../events/index.js";
 import { newChildUid, newRootUid, schema, settingContext, type DatabaseHandle } from "../db/index.js";
 import { sendError } from "../http/response.js";
@@ -66,6 +67,8 @@ const holds = (actor: string, at: string, ...capabilities: string[]) =>
   );
 const logged: { message: string; fields: Record<string, unknown> }[] = [];
 
+const deps = { secrets: new SecretBox(Buffer.alloc(32, 7)), egress: new Egress({ allowInsecure: false }) };
+
 let server: http.Server;
 let url = "";
 beforeAll(async () => {
@@ -73,6 +76,7 @@ beforeAll(async () => {
     db: handle.db,
     clock,
     events: recorder,
+    ...deps,
     grantsOf: async (uid) => grantsByActor.get(uid) ?? new Grants([]),
     secret: SECRET,
     log: (message, fields) => logged.push({ message, fields }),
@@ -307,7 +311,7 @@ describe("manifest pushes", () => {
     const [tag] = await tagsOf(repo!.uid);
     const values = createContextValues();
     values.set(principalKey, { identityUid: actor, audience: "https://platform.test", expiry: new Date(NOW.getTime() + 60_000) });
-    const api = new ResourceStore(handle.db, clock, tagResource, recorder);
+    const api = new ResourceStore(tagResource, { db: handle.db, clock, events: recorder, ...deps });
     await api.update(
       tag!.uid,
       create(TagSchema, { digest: digest("d"), deprecated: true }),

@@ -15,7 +15,7 @@ import type { ChangeCall, EventRecorder } from "../events/index.js";
 import { BodyReadError, BodyTooLargeError, readBody } from "../http/body.js";
 import { sendJson } from "../http/response.js";
 import type { NodeRequest, NodeResponse, Route } from "../http/types.js";
-import { ResourceStore } from "../services/resource-store.js";
+import { ResourceStore, type StoreContext } from "../services/resource-store.js";
 import { repoResource } from "../services/registry/repos.js";
 import { tagResource } from "../services/registry/tags.js";
 import { parseRegistryPath } from "./paths.js";
@@ -46,7 +46,7 @@ export function loadRegistryNotificationSecret(db: Database, secrets: SecretBox)
   return loadSealedSetting(db, secrets, NOTIFICATION_SECRET_SETTING, () => randomBytes(32).toString("base64url"));
 }
 
-export interface RegistryNotificationsDeps {
+export interface RegistryNotificationsDeps extends StoreContext {
   db: Database;
   clock: () => Date;
   events: EventRecorder;
@@ -140,8 +140,8 @@ export function parseEnvelope(body: Uint8Array): RegistryEvent[] {
  * answers 500, and the registry sends the envelope again (applying an event twice changes nothing).
  */
 export function registryNotificationsRoute(deps: RegistryNotificationsDeps): Route {
-  const repos = new ResourceStore(deps.db, deps.clock, repoResource, deps.events);
-  const tags = new ResourceStore(deps.db, deps.clock, tagResource, deps.events);
+  const repos = new ResourceStore(repoResource, deps);
+  const tags = new ResourceStore(tagResource, deps);
   const { groups } = schema;
   const digestOnly = create(FieldMaskSchema, { paths: ["digest"] });
 

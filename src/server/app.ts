@@ -269,7 +269,7 @@ async function start(config: Config, opts: AppOptions, subsystems: Subsystems): 
     egress: webhookEgress,
     access: authorizer,
     eventStreams: config.events.streams,
-    resources: new ResourceCatalog(),
+    resources: new ResourceCatalog(API_SERVICES),
   };
 
   // Early: health checks answer NOT_SERVING and health watches end as the shutdown begins.
@@ -524,6 +524,8 @@ function requestHandler(deps: HandlerDeps): RequestHandler {
         db: database.db,
         clock,
         events: ctx.events,
+        secrets: ctx.secrets,
+        egress: ctx.egress,
         grantsOf: (uid) => grantsCache.get(uid),
         secret: registryNotificationSecret,
         log: (message, fields) => log.warn(fields, message),

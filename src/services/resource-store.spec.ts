@@ -10,6 +10,8 @@ import { GroupSchema, GroupsService, type Group } from "../../gen/platform/iam/v
 import { createContextValues } from "@connectrpc/connect";
 import { principalKey } from "../caller/index.js";
 import { newChildUid, newRootUid, schema, type DatabaseHandle } from "../db/index.js";
+import { SecretBox } from "../crypto/index.js";
+import { Egress } from "../egress/index.js";
 import { isForeignKeyViolation } from "../errors/index.js";
 import { groupResource } from "./iam/groups.js";
 import { ResourceStore } from "./resource-store.js";
@@ -24,8 +26,9 @@ const clock = () => now;
 const later = (ms: number) => new Date(T0.getTime() + ms);
 
 // The groups service's own definition: the store's rules are what these tests exercise,
-// through a real mapping (its beforeDelete is not used: delete takes its own hook here).
+// through a real resource (its beforeDelete is not used: delete takes its own hook here).
 const groupMapping = groupResource;
+const deps = { secrets: new SecretBox(Buffer.alloc(32, 7)), egress: new Egress({ allowInsecure: false }) };
 
 let handle: DatabaseHandle;
 migratedStorePerFile((h) => (handle = h));
@@ -33,7 +36,7 @@ let store: ResourceStore<typeof schema.groups, typeof GroupSchema>;
 const recorder = testEventRecorder(clock);
 
 beforeAll(async () => {
-  store = new ResourceStore(handle.db, clock, groupMapping, recorder);
+  store = new ResourceStore(groupMapping, { db: handle.db, clock, events: recorder, ...deps });
 });
 
 /** The call a change is made by: its method declares the event type; the actor is `actor-1`. */
@@ -155,7 +158,7 @@ describe("ResourceStore.create", () => {
   });
 
   it("passes a foreign-key violation through when the mapping names no missing reference", async () => {
-    const bare = new ResourceStore(handle.db, clock, { ...groupMapping, missingReference: undefined }, recorder);
+    const bare = new ResourceStore({ ...groupMapping, missingReference: undefined }, { db: handle.db, clock, events: recorder, ...deps });
     const missingParent = newRootUid();
     const e = await bare.create(group({ name: "orphan" }), { uid: newChildUid(missingParent), parentUid: missingParent }, creating).then(
       () => undefined,
@@ -337,7 +340,7 @@ describe("decorated answers", () => {
   /** The groups mapping with a decoration that marks each message and counts its calls. */
   function decoratedStore() {
     const calls: number[] = [];
-    const mapping = {
+    const mapping: typeof groupMapping = {
       ...groupMapping,
       decorate: async (_db: unknown, page: Group[]) => {
         calls.push(page.length);
@@ -345,7 +348,7 @@ describe("decorated answers", () => {
         return page;
       },
     };
-    return { store: new ResourceStore(handle.db, clock, mapping, recorder), calls };
+    return { store: new ResourceStore(mapping, { db: handle.db, clock, events: recorder, ...deps }), calls };
   }
 
   it("get answers the decorated message", async () => {

@@ -7,38 +7,18 @@ import { alreadyExists, invalidArgument, isForeignKeyViolation, isUniqueViolatio
 import { declaredEventType } from "../descriptors/index.js";
 import type { ChangeCall, EventRecorder } from "../events/index.js";
 import { applyUpdate } from "../fieldmask/index.js";
+import { eventGroupOf, uidColumnOf, type BeforeDelete, type Resource, type ResourceDeps } from "./resource-definition.js";
 
-/** How one resource maps between its table and its message. */
-export interface ResourceMapping<T extends PgTable, Desc extends DescMessage> {
-  /** Singular noun for errors: "group", "identity". */
-  kind: string;
-  table: T;
-  uid: PgColumn;
-  schema: Desc;
-  toMessage(row: T["$inferSelect"]): MessageShape<Desc>;
-  /** Checks a message about to be stored (after create defaults or an update); throws INVALID_ARGUMENT. */
-  validate(message: MessageShape<Desc>): void;
-  /** The writable columns of a message (used by create and update). */
-  toColumns(message: MessageShape<Desc>): Partial<T["$inferInsert"]>;
-  /** ALREADY_EXISTS description for a unique-constraint collision. */
-  duplicate?: (message: MessageShape<Desc>) => string;
-  /** NOT_FOUND kind for a foreign-key failure on insert ("group" when the parent is missing). */
-  missingReference?: string;
-  /** The group a row's events belong to (docs/design.md, "Events"); null for global rows. */
-  eventGroup: (row: T["$inferSelect"]) => string | null;
-  /** Fills fields that live in other tables (a repo's active tags, a binding's identity), for a whole page at once. */
-  decorate?: ((db: Executor, messages: MessageShape<Desc>[]) => Promise<MessageShape<Desc>[]>) | undefined;
+export type { BeforeDelete } from "./resource-definition.js";
+
+/** What a store works with: the database, the clock, where events go, and what the resource's hooks may use. */
+export interface StoreContext extends ResourceDeps {
+  db: Database;
+  clock: () => Date;
+  events: EventRecorder;
+  /** What a group may hold that keeps it from being deleted: every resource the server serves (ResourceCatalog). */
+  resources?: { groupContents(): readonly GroupContent[] };
 }
-
-/**
- * Runs inside a delete's transaction, after the row lock: checks, and rows that go with the
- * deleted one (whose events it records with `deleting.events`, for `deleting.call`).
- */
-export type BeforeDelete<T extends PgTable> = (
-  tx: Transaction,
-  row: T["$inferSelect"],
-  deleting: { call: ChangeCall; events: EventRecorder; groupContents: readonly GroupContent[] },
-) => Promise<void>;
 
 export function requireField(value: string, field: string): string {
   if (!value) throw invalidArgument(field, "is required");
@@ -53,28 +33,51 @@ export function requireField(value: string, field: string): string {
 export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
   private readonly hasCreateTime: boolean;
   private readonly hasUpdateTime: boolean;
+  private readonly db: Database;
+  private readonly clock: () => Date;
+  private readonly events: EventRecorder;
+  /** What the resource's hooks are handed. */
+  private readonly deps: ResourceDeps;
+  private readonly uid: PgColumn;
   /** The row property holding the uid (the subject of the row's events). */
   private readonly uidKey: string;
+  private readonly eventGroup: (row: T["$inferSelect"]) => string | null;
   /** Get by uid, the hottest statement: its SQL is built once, not per request. */
   private readonly getByUid: { execute(values: { uid: string }): Promise<unknown[]> };
 
   constructor(
-    private readonly db: Database,
-    private readonly clock: () => Date,
-    readonly mapping: ResourceMapping<T, Desc>,
-    private readonly events: EventRecorder,
-    /** What a group may hold that keeps it from being deleted: every resource this server serves (ResourceCatalog). */
-    private readonly groupContents: () => readonly GroupContent[] = () => [],
+    readonly resource: Resource<T, Desc>,
+    private readonly ctx: StoreContext,
   ) {
+    this.db = ctx.db;
+    this.clock = ctx.clock;
+    this.events = ctx.events;
+    this.deps = { secrets: ctx.secrets, egress: ctx.egress };
     // Tables name their timestamps createTime/updateTime; the store keeps them.
-    this.hasCreateTime = "createTime" in mapping.table;
-    this.hasUpdateTime = "updateTime" in mapping.table;
-    this.uidKey = columnKey(mapping.table, mapping.uid);
-    this.getByUid = db
+    this.hasCreateTime = "createTime" in resource.table;
+    this.hasUpdateTime = "updateTime" in resource.table;
+    this.uid = uidColumnOf(resource);
+    this.uidKey = columnKey(resource.table, this.uid);
+    this.eventGroup = eventGroupOf(resource);
+    this.getByUid = this.db
       .select()
-      .from(mapping.table as PgTable)
-      .where(eq(mapping.uid, sql.placeholder("uid")))
-      .prepare(`get_${getTableName(mapping.table)}`);
+      .from(resource.table as PgTable)
+      .where(eq(this.uid, sql.placeholder("uid")))
+      .prepare(`get_${getTableName(resource.table)}`);
+  }
+
+  /** A row as its message (undecorated), its hooks handed the store's dependencies. */
+  toMessage(row: T["$inferSelect"]): MessageShape<Desc> {
+    return this.resource.toMessage(row, this.deps);
+  }
+
+  /** Checks a message as a write would (INVALID_ARGUMENT): for a handler that must refuse a bad request before anything else. */
+  validate(message: MessageShape<Desc>): void {
+    this.resource.validate(message, this.deps);
+  }
+
+  private toColumns(message: MessageShape<Desc>): Partial<T["$inferInsert"]> {
+    return this.resource.toColumns(message, this.deps);
   }
 
   private stamps(creating: boolean): Record<string, Date> {
@@ -87,21 +90,21 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
 
   /** The row, or NOT_FOUND. `lock` takes a row lock inside a transaction. */
   async row(db: Executor, uid: string, lock = false): Promise<T["$inferSelect"]> {
-    const m = this.mapping;
+    const m = this.resource;
     const query = db
       .select()
       .from(m.table as PgTable)
-      .where(eq(m.uid, uid));
+      .where(eq(this.uid, uid));
     const [row] = await (lock ? query.for("update") : query);
     if (!row) throw notFound(m.kind, uid);
     return row as T["$inferSelect"];
   }
 
-  /** The resource as the API answers it: decorated (`mapping.decorate`). */
+  /** The resource as the API answers it: decorated (`resource.decorate`). */
   async get(uid: string, field = "uid"): Promise<MessageShape<Desc>> {
     const [row] = await this.getByUid.execute({ uid: requireField(uid, field) });
-    if (!row) throw notFound(this.mapping.kind, uid);
-    return this.decorated(this.db, this.mapping.toMessage(row as T["$inferSelect"]));
+    if (!row) throw notFound(this.resource.kind, uid);
+    return this.decorated(this.db, this.toMessage(row as T["$inferSelect"]));
   }
 
   /**
@@ -114,12 +117,12 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
     call: ChangeCall,
     tx?: Transaction,
   ): Promise<MessageShape<Desc>> {
-    const m = this.mapping;
-    m.validate(message);
-    const values = { ...m.toColumns(message), ...this.stamps(true), ...extra } as T["$inferInsert"];
+    const m = this.resource;
+    this.validate(message);
+    const values = { ...this.toColumns(message), ...this.stamps(true), ...extra } as T["$inferInsert"];
     const insert = async (tx: Transaction) => {
       const [row] = (await tx.insert(m.table).values(values).returning()) as T["$inferSelect"][];
-      const created = m.toMessage(row!);
+      const created = this.toMessage(row!);
       await this.recordChange(tx, call, row!, undefined, await this.eventMessage(tx, call, created));
       return created;
     };
@@ -149,16 +152,16 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
     ) => Partial<T["$inferInsert"]> | Promise<Partial<T["$inferInsert"]>> = () => ({}),
     tx?: Transaction,
   ): Promise<MessageShape<Desc>> {
-    const m = this.mapping;
+    const m = this.resource;
     let next: MessageShape<Desc> | undefined;
     const change = async (tx: Transaction) => {
-      const current = m.toMessage(await this.row(tx, uid, true));
+      const current = this.toMessage(await this.row(tx, uid, true));
       const before = await this.eventMessage(tx, call, current);
       next = applyUpdate(m.schema, current, patch, mask);
-      m.validate(next);
-      const values = { ...m.toColumns(next), ...this.stamps(false), ...(await extra(tx, next, current)) };
-      const [row] = (await tx.update(m.table).set(values).where(eq(m.uid, uid)).returning()) as T["$inferSelect"][];
-      const updated = m.toMessage(row!);
+      this.validate(next);
+      const values = { ...this.toColumns(next), ...this.stamps(false), ...(await extra(tx, next, current)) };
+      const [row] = (await tx.update(m.table).set(values).where(eq(this.uid, uid)).returning()) as T["$inferSelect"][];
+      const updated = this.toMessage(row!);
       const after = await this.eventMessage(tx, call, updated);
       await this.recordChange(tx, call, row!, before, after);
       // The answer is decorated like a Get's: the event's message when there is one (decorated
@@ -177,13 +180,13 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
    * `tx` when given, else one of its own.
    */
   async delete(uid: string, call: ChangeCall, before: BeforeDelete<T> = async () => {}, tx?: Transaction): Promise<void> {
-    const m = this.mapping;
+    const m = this.resource;
     const remove = async (tx: Transaction) => {
       const row = await this.row(tx, requireField(uid, "uid"), true);
-      await before(tx, row, { call, events: this.events, groupContents: this.groupContents() });
+      await before(tx, row, { call, events: this.events, groupContents: this.ctx.resources?.groupContents() ?? [] });
       // Decorated while the row (and what it references) is still there.
-      const gone = await this.eventMessage(tx, call, m.toMessage(row));
-      await tx.delete(m.table).where(eq(m.uid, uid));
+      const gone = await this.eventMessage(tx, call, this.toMessage(row));
+      await tx.delete(m.table).where(eq(this.uid, uid));
       await this.recordChange(tx, call, row, gone, undefined);
     };
     await (tx ? remove(tx) : this.db.transaction(remove));
@@ -191,15 +194,15 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
 
   /** The resource as an event shows it (decorated like an answer), or nothing when `call` records no event. */
   private async decorated(db: Executor, message: MessageShape<Desc>): Promise<MessageShape<Desc>> {
-    const decorate = this.mapping.decorate;
+    const decorate = this.resource.decorate;
     return decorate ? (await decorate(db, [message]))[0]! : message;
   }
 
   private async eventMessage(tx: Transaction, call: ChangeCall, message: MessageShape<Desc>): Promise<MessageShape<Desc> | undefined> {
     if (!declaredEventType(call.method)) return undefined;
-    const decorate = this.mapping.decorate;
+    const decorate = this.resource.decorate;
     // A copy: decoration may fill the message in place, and the caller's is its answer.
-    return decorate ? (await decorate(tx, [clone(this.mapping.schema, message)]))[0] : message;
+    return decorate ? (await decorate(tx, [clone(this.resource.schema, message)]))[0] : message;
   }
 
   /** Records the event of a change in its transaction (docs/design.md, "Events"). */
@@ -210,13 +213,13 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
     before: MessageShape<Desc> | undefined,
     after: MessageShape<Desc> | undefined,
   ): Promise<void> {
-    const m = this.mapping;
+    const m = this.resource;
     const subject = String((row as Record<string, unknown>)[this.uidKey]);
-    return this.events.change(tx, call, { schema: m.schema, subject, group: m.eventGroup(row), before, after });
+    return this.events.change(tx, call, { schema: m.schema, subject, group: this.eventGroup(row), before, after });
   }
 
   private constraintError(e: unknown, message: MessageShape<Desc>, values: object): unknown {
-    const m = this.mapping;
+    const m = this.resource;
     if (isUniqueViolation(e)) {
       return alreadyExists(
         m.kind,

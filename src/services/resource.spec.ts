@@ -17,6 +17,7 @@ import { ListEngine } from "../list/index.js";
 import type { ServiceContext } from "./context.js";
 import { DEFAULT_EVENT_STREAM_LIMITS } from "./events/streams.js";
 import { API_SERVICES } from "./index.js";
+import { standardMethodOf } from "../descriptors/index.js";
 import { ResourceCatalog } from "./resource-catalog.js";
 import { defineResource, resourceService } from "./resource.js";
 
@@ -49,10 +50,8 @@ beforeAll(async () => {
     egress: new Egress({ allowInsecure: false }),
     access: { visibilityNow: () => Promise.reject(new Error("no stream in these tests")) },
     eventStreams: DEFAULT_EVENT_STREAM_LIMITS,
-    resources: new ResourceCatalog(),
+    resources: new ResourceCatalog(API_SERVICES),
   };
-  // Building every service defines every resource, as the server does at start.
-  for (const s of API_SERVICES) s.implement(ctx);
 });
 
 describe("resource definitions", () => {
@@ -88,15 +87,56 @@ describe("resource definitions", () => {
       validate: () => {},
       toColumns: () => ({}),
     });
-    expect(() => resourceService(GroupsService, stranger, ctx)).toThrow(
+    const service = resourceService(GroupsService, stranger);
+    expect(() => service.implement(ctx)).toThrow(
       /platform\.iam\.v2beta1\.GroupsService\.\w+ is neither written nor derivable from the stranger resource/,
     );
   });
 
   it("derives every method the service's resource shape allows, and keeps the written ones", async () => {
     const written = async () => create(GroupSchema, { name: "written" });
-    const impl = resourceService(GroupsService, (await import("./iam/groups.js")).groupResource, ctx, { getGroup: written });
+    const impl = resourceService(GroupsService, (await import("./iam/groups.js")).groupResource, { getGroup: written }).build(ctx);
     expect(impl.getGroup).toBe(written);
     for (const m of GroupsService.methods) expect(typeof (impl as Record<string, unknown>)[m.localName], m.name).toBe("function");
+  });
+});
+
+describe("resources as plain constants", () => {
+  const refs = { unique: "7", role: "viewer", capabilities: ["groups.list"] };
+  const withResource = API_SERVICES.filter((s) => s.resource !== undefined);
+
+  it("every API service over a resource states it, and a Create taking the resource's message has an example", () => {
+    expect(withResource.length).toBeGreaterThan(10);
+    const lacking = withResource.filter((s) => {
+      const body = s.service.methods
+        .find((m) => standardMethodOf(m) === "Create")
+        ?.input.fields.some((f) => f.fieldKind === "message" && f.message === s.resource!.schema);
+      return body && !s.resource!.example;
+    });
+    expect(lacking.map((s) => s.service.typeName)).toEqual([]);
+  });
+
+  it("each example is a resource its own validation accepts", () => {
+    for (const { service, resource } of withResource) {
+      if (!resource!.example) continue;
+      const message = create(resource!.schema, resource!.example(refs));
+      expect(() => resource!.validate(message, ctx), service.typeName).not.toThrow();
+    }
+  });
+
+  it("the hooks get their run-time dependencies from the context: a sink the context's egress guard refuses is refused", async () => {
+    const { subscriptionResource } = await import("./events/subscriptions.js");
+    const message = create(subscriptionResource.schema, { sink: "http://127.0.0.1/hook", types: ["platform."] });
+    const strict = { ...ctx, egress: new Egress({ allowInsecure: false }) };
+    const lax = { ...ctx, egress: new Egress({ allowInsecure: true }) };
+    expect(() => subscriptionResource.validate(message, strict)).toThrow(/sink/);
+    expect(() => subscriptionResource.validate(message, lax)).not.toThrow();
+  });
+
+  it("what a group may hold comes from the service index, whatever services were built", () => {
+    const fresh = new ResourceCatalog(API_SERVICES);
+    expect(fresh.groupContents().map((c) => c.label)).toEqual(ctx.resources.groupContents().map((c) => c.label));
+    expect(fresh.groupContents().map((c) => c.label)).toContain("child groups");
+    expect(new ResourceCatalog([]).groupContents()).toEqual([]);
   });
 });

@@ -9,7 +9,11 @@ import { assertEveryServiceImplemented } from "./service-coverage.js";
 // Every service the protos define is implemented, and nothing else (docs/design.md, "Tokens and
 // access"); the check runs when src/services/index.ts loads, so at start.
 
-const stub = (service: DescService): ApiService => ({ service, implement: () => ({ service, impl: {}, register: () => undefined }) });
+const stub = (service: DescService): ApiService => ({
+  service,
+  build: () => ({}),
+  implement: () => ({ service, impl: {}, register: () => undefined }),
+});
 
 describe("assertEveryServiceImplemented", () => {
   it("accepts the server's services against the generated index", () => {
@@ -33,6 +37,14 @@ describe("assertEveryServiceImplemented", () => {
 });
 
 describe("src/services/index.ts", () => {
+  // A service as if proto/platform/things/v2beta1/things.proto declared it, with no module to implement it.
+  const unimplemented = {
+    ...ThingService,
+    typeName: "platform.things.v2beta1.ThingsService",
+    name: "ThingsService",
+    file: { name: "platform/things/v2beta1/things" },
+  };
+
   afterEach(() => {
     vi.doUnmock("../../gen/api-index.js");
     vi.resetModules();
@@ -42,13 +54,13 @@ describe("src/services/index.ts", () => {
     vi.resetModules();
     vi.doMock("../../gen/api-index.js", async (importOriginal) => {
       const original = await importOriginal<typeof import("../../gen/api-index.js")>();
-      return { ...original, API_SERVICE_DESCRIPTORS: [...original.API_SERVICE_DESCRIPTORS, ThingService] };
+      return { ...original, API_SERVICE_DESCRIPTORS: [...original.API_SERVICE_DESCRIPTORS, unimplemented] };
     });
     // Not `rejects`: on a regression vitest would print the whole module it loaded.
     const error = await import("./index.js").then(
       () => "loaded",
       (e: unknown) => String(e),
     );
-    expect(error).toContain(`no implementation for ${ThingService.typeName}`);
+    expect(error).toContain("platform.things.v2beta1.ThingsService has no implementation: cannot load src/services/things/things.ts");
   });
 });

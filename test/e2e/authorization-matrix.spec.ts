@@ -1,4 +1,4 @@
-import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
+import { create, toJson, type DescMessage, type DescMethod, type DescService } from "@bufbuild/protobuf";
 import { Code, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -6,6 +6,8 @@ import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { Authorization_Scope, type Authorization } from "../../gen/platform/common/v1/authorization_pb.js";
 import { BUILT_IN_ROLES, dottedCapabilities } from "../../src/capabilities/index.js";
 import { standardMethodOf, type StandardMethod } from "../../src/descriptors/index.js";
+import { API_SERVICES } from "../../src/services/index.js";
+import { V1_TABLE } from "../../src/services/v1/table.js";
 import {
   apiMethods,
   fillTemplate,
@@ -31,16 +33,14 @@ import { sharedServer } from "../support/shared-server.js";
 //   SCOPE_LIST      always answers; results non-empty when held, empty when not (and always empty for the other org)
 //   SCOPE_ANY       held anywhere → allowed; else PERMISSION_DENIED
 //   SCOPE_ROOT      PERMISSION_DENIED for every organization-level role
-// Requests that hand out a role (bindings, invites, IdP default roles, role
-// capabilities) stay within the caller's grant ceiling: they use the caller's
-// own role or its own capabilities, so only the declared capability decides.
+// What a Create carries is the resource's own `example`, beside its definition
+// (src/services/<domain>/<resources>.ts). Requests that hand out a role
+// (bindings, invites, IdP default roles, role capabilities) stay within the
+// caller's grant ceiling: they use the caller's own role or its own
+// capabilities, so only the declared capability decides.
 
 const OIDC = { issuer: "https://accounts.example.com", clientId: "platform" };
 const DIGEST = `sha256:${"c".repeat(64)}`;
-// The matrix's subscriptions receive no event: it checks who may write them, not deliveries, and
-// subscriptions to every event of its organizations queued thousands of deliveries to a host that
-// does not resolve, whose retries took turns with the matrix's requests on the shared store.
-const NO_EVENT_TYPE = "platform.test.never.";
 
 interface RoleUnderTest {
   name: string;
@@ -132,24 +132,24 @@ async function makeOrg(label: string, caller: RoleUnderTest): Promise<Org> {
     identity: async () => uidOf(await createIdentity(admin, org, { name: `fresh-${n()}` })),
     role: async () => uidOf(await createRole(admin, org, { name: `doomed-${n()}`, capabilities: role.capabilities })),
     binding: async () => uidOf(await ok(bind(admin, org, await fresh.identity(), role.uid))),
-    idp: () => post(`/iam/v2beta1/identityProviders/${org}`, { name: `doomed-${n()}`, defaultRole: role.uid, oidc: OIDC }),
+    idp: () => createExample(v2("IdentityProvidersService"), org, role),
     association: async () => {
       const g = await fresh.group();
-      await post(`/iam/v2beta1/accountAssociations/${g}`, { name: "doomed", amazon: { account: "123456789012" } });
+      await createExample(v2("AccountAssociationsService"), g, role);
       return g;
     },
-    invite: () => post(`/iam/v2beta1/groupInvites/${org}`, { roleUid: role.uid, ttl: "3600s" }),
-    repo: () => post(`/registry/v2beta1/repos/${org}`, { name: `doomed-${n()}` }),
-    tag: () => post(`/registry/v2beta1/tags/${repo}`, { name: `doomed-${n()}`, digest: DIGEST }),
+    invite: () => createExample(v2("GroupInvitesService"), org, role),
+    repo: () => createExample(v2("ReposService"), org, role),
+    tag: () => createExample(v2("TagsService"), repo, role),
     advisory: async () => advisoryUid,
     rootBinding: async () => rootBindingUid,
-    subscription: () => post(`/events/v2beta1/subscriptions/${org}`, { sink: "https://example.com/hook", types: [NO_EVENT_TYPE] }),
+    subscription: () => createExample(v2("SubscriptionsService"), org, role),
     event: () => Promise.reject(new Error("events are recorded, not made")),
   };
-  const repo = await post(`/registry/v2beta1/repos/${org}`, { name: "app" });
+  const repo = await fresh.repo();
   const generic = new Map<string, string>();
-  for (const service of GENERIC_SERVICES) generic.set(service.name, await createGeneric(service, org));
-  await post(`/iam/v2beta1/accountAssociations/${org}`, { name: "accounts", amazon: { account: "123456789012" } });
+  for (const service of GENERIC_SERVICES) generic.set(service.name, await createExample(service, org, role));
+  await createExample(v2("AccountAssociationsService"), org, role);
   const identity = await fresh.identity();
   return {
     uid: org,
@@ -170,17 +170,42 @@ async function makeOrg(label: string, caller: RoleUnderTest): Promise<Org> {
 
 // ---------------------------------------------------------------------------
 // Requests, derived from the method's name, its declaration and its input
-// descriptor; per resource kind only what a Create or an Update carries.
+// descriptor; a Create carries the resource's example; per resource kind only
+// what an Update carries and where the resources are.
 
 interface KindSpec {
   /** The existing resource a Get or an Update targets. */
   existing(o: Org): string;
   /** The parent of a Create. */
   parent(o: Org): string;
-  /** The resource message of a Create (one to be refused need not name new resources). */
-  create(o: Org, v1: boolean, denied?: boolean): Promise<JsonObject>;
+  /**
+   * The resource message of a Create when it is not the resource's example: v1 bindings name
+   * their identity and role otherwise (one to be refused need not name new resources).
+   */
+  create?(o: Org, v1: boolean, denied?: boolean): Promise<JsonObject>;
   /** The fields an Update sets (besides the uid). v1 Updates replace the whole resource. */
   update(o: Org, v1: boolean): JsonObject;
+}
+
+/** The resource a service serves: its own, or for a v1 service its v2beta1 twin's. */
+function resourceOf(service: DescService) {
+  const twin = V1_TABLE.find((row) => row.v1 === service)?.v2 ?? service;
+  return API_SERVICES.find((s) => s.service === twin)?.resource;
+}
+
+/** The v2beta1 service of that name, which the fixtures create through. */
+function v2(name: string): DescService {
+  const service = API_SERVICES.find((s) => s.service.name === name && s.service.typeName.includes(".v2beta1."))?.service;
+  if (!service) throw new Error(`no v2beta1 service ${name}`);
+  return service;
+}
+
+/** The JSON of the resource's example, made unique and handing out the caller's role (within its grant ceiling). */
+function example(service: DescService, caller: CallerRole): JsonObject {
+  const resource = resourceOf(service);
+  if (!resource?.example) throw new Error(`${service.typeName}: its resource has no example (an \`example\` beside its definition)`);
+  const made = resource.example({ unique: String(n()), role: caller.uid, capabilities: caller.capabilities });
+  return toJson(resource.schema, create(resource.schema, made)) as JsonObject;
 }
 
 const KIND_OF_SERVICE: Record<string, Kind> = {
@@ -207,80 +232,67 @@ const KINDS: Record<Kind, KindSpec> = {
   group: {
     existing: (o) => o.child,
     parent: (o) => o.uid,
-    create: async () => ({ name: `g-${n()}` }),
     update: (_o, v1) => ({ ...(v1 ? { name: `renamed-${n()}` } : {}), description: "changed" }),
   },
   identity: {
     existing: (o) => o.identity,
     parent: (o) => o.uid,
-    create: async () => ({ name: `id-${n()}` }),
     update: (_o, v1) => ({ ...(v1 ? { name: `someone-${n()}` } : {}), description: "changed" }),
   },
   role: {
     existing: (o) => o.role,
     parent: (o) => o.uid,
-    create: async (o) => ({ name: `role-${n()}`, capabilities: o.caller.capabilities }),
     update: (o, v1) => ({ ...(v1 ? { name: `spare-${n()}` } : {}), description: "changed", capabilities: o.caller.capabilities }),
   },
   binding: {
     existing: (o) => o.binding,
     parent: (o) => o.uid,
-    create: async (o, v1, denied): Promise<JsonObject> => {
-      const identity = await identityToBind(o, denied);
-      return v1 ? { identity, role: o.caller.uid } : { identityUid: identity, roleUid: o.caller.uid };
-    },
+    // v2 Creates of bindings are OVERRIDES: their requests carry no RoleBinding.
+    create: async (o, _v1, denied): Promise<JsonObject> => ({ identity: await identityToBind(o, denied), role: o.caller.uid }),
     update: (o, v1): JsonObject => (v1 ? { identity: o.identity, role: o.caller.uid } : { roleUid: o.caller.uid }),
   },
   idp: {
     existing: (o) => o.idp,
     parent: (o) => o.uid,
-    create: async (o) => ({ name: `sso-${n()}`, defaultRole: o.caller.uid, oidc: OIDC }),
     update: (o) => ({ description: "changed", defaultRole: o.caller.uid }),
   },
   association: {
     existing: (o) => o.uid,
     // The organization has its association already; its child has none.
     parent: (o) => o.child,
-    create: async () => ({ name: "accounts", amazon: { account: "210987654321" } }),
     update: () => ({ description: "changed" }),
   },
   invite: {
     existing: (o) => o.invite,
     parent: (o) => o.uid,
-    create: async (o) => ({ roleUid: o.caller.uid, ttl: "3600s" }),
     update: () => ({}),
   },
   repo: {
     existing: (o) => o.repo,
     parent: (o) => o.uid,
-    create: async () => ({ name: `repo-${n()}` }),
     update: (_o, v1) => ({ ...(v1 ? { name: `app-${n()}` } : {}), description: "changed" }),
   },
   tag: {
     existing: (o) => o.tag,
     parent: (o) => o.repo,
-    create: async () => ({ name: `t${n()}`, digest: DIGEST }),
     update: (_o, v1) => ({ ...(v1 ? { name: `v${n()}`, digest: DIGEST } : {}), deprecated: true }),
   },
   rootBinding: {
     existing: () => rootBindingUid,
     parent: () => "",
-    create: async () => ({}),
     update: () => ({}),
   },
   advisory: {
     existing: () => advisoryUid,
     parent: () => "",
-    create: async () => ({}),
     update: () => ({}),
   },
   subscription: {
     existing: (o) => o.subscription,
     parent: (o) => o.uid,
-    create: async () => ({ sink: "https://example.com/hook", types: [NO_EVENT_TYPE] }),
     update: () => ({ description: "changed" }),
   },
-  event: { existing: onlyListed, parent: onlyListed, create: onlyListed, update: onlyListed },
+  event: { existing: onlyListed, parent: onlyListed, update: onlyListed },
 };
 
 /** An identity for a new binding: a new one, or for a request to be refused the organization's own. */
@@ -310,40 +322,41 @@ const OVERRIDES: Record<string, (o: Org, denied: boolean) => Promise<JsonObject>
 // The standard methods a case is built for; any other method needs an override.
 const BUILT_VERBS: ReadonlySet<StandardMethod | undefined> = new Set(["List", "Get", "Create", "Update", "Delete"]);
 
-/**
- * A resource with no kind above (a new one) is covered when it has the usual
- * shape: Create takes a group as `parent` and the resource, which has a
- * `name`. One is made per organization with just a name; a resource that
- * needs more fails here, and then wants a kind of its own.
- */
-function genericCreate(service: DescService): { method: DescMethod; template: string } | undefined {
+/** The REST route of the service's Create, when it takes a group as `parent` and the resource. */
+function createRoute(service: DescService): { method: DescMethod; template: string } | undefined {
   const method = service.methods.find((m) => standardMethodOf(m) === "Create");
   const binding = method && apiMethods().find((a) => a.method === method)?.rest[0];
   if (!method || !binding || !method.input.fields.some((f) => f.name === "parent")) return undefined;
   const body = method.input.fields.find((f) => f.fieldKind === "message" && f.message === method.output);
-  if (!body || !body.message!.fields.some((f) => f.name === "name")) return undefined;
-  return { method, template: binding.template };
+  return body ? { method, template: binding.template } : undefined;
 }
 
-const GENERIC_SERVICES: DescService[] = [...new Set(apiMethods().map((m) => m.service))].filter(
-  (s) => !KIND_OF_SERVICE[s.name] && genericCreate(s) !== undefined,
-);
-
-async function createGeneric(service: DescService, parent: string): Promise<string> {
-  const { template } = genericCreate(service)!;
+/** A new resource of the service in `parent`, made by the admin from the resource's example; its uid. */
+async function createExample(service: DescService, parent: string, caller: CallerRole): Promise<string> {
+  const route = createRoute(service);
+  if (!route) throw new Error(`${service.typeName}: no Create of the resource in a parent`);
   return post(
-    fillTemplate(template, () => parent),
-    { name: `generic-${n()}` },
+    fillTemplate(route.template, () => parent),
+    example(service, caller),
   );
 }
+
+/**
+ * A resource with no kind above (a new one) is covered when it has the usual
+ * shape: Create takes a group as `parent` and the resource. One is made per
+ * organization from the resource's example, and an Update sets what the
+ * example does.
+ */
+const GENERIC_SERVICES: DescService[] = [...new Set(apiMethods().map((m) => m.service))].filter(
+  (s) => !KIND_OF_SERVICE[s.name] && createRoute(s) !== undefined,
+);
 
 function genericKind(service: DescService): KindSpec & { fresh(o: Org): Promise<string> } {
   return {
     existing: (o) => o.generic.get(service.name)!,
     parent: (o) => o.uid,
-    create: async () => ({ name: `generic-${n()}` }),
-    update: () => ({ name: `renamed-${n()}` }),
-    fresh: (o) => createGeneric(service, o.uid),
+    update: (o) => example(service, o.caller),
+    fresh: (o) => createExample(service, o.uid, o.caller),
   };
 }
 
@@ -412,7 +425,8 @@ async function buildRequest(m: ApiMethod, o: Org, denied = false): Promise<JsonO
     case "Create": {
       const body = input.fields.find((f) => f.fieldKind === "message" && f.name !== "update_mask");
       if (!body) throw new Error(`${m.key}: no resource field in ${input.typeName}`);
-      return setPath(input, { [body.jsonName]: await spec.create(o, v1, denied) }, resourceField, spec.parent(o));
+      const resource = spec.create ? await spec.create(o, v1, denied) : example(m.service, o.caller);
+      return setPath(input, { [body.jsonName]: resource }, resourceField, spec.parent(o));
     }
     case "Update": {
       const [bodyName] = resourceField.split(".");

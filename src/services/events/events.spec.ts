@@ -115,7 +115,12 @@ function watchContext(identity: string, signal: AbortSignal) {
 }
 
 /** A WatchEvents stream of `identity` collecting into `got`; `stop` ends it and settles when it has. */
-function watch(identity: string, init: MessageInitShape<typeof WatchEventsRequestSchema> = {}, on = (service ??= eventsService(ctx))) {
+function watch(
+  identity: string,
+  init: MessageInitShape<typeof WatchEventsRequestSchema> = {},
+  on = (service ??=
+    eventsService.build(ctx)),
+) {
   const abort = new AbortController();
   const context = watchContext(identity, abort.signal);
   const got: Event[] = [];
@@ -187,7 +192,7 @@ describe("WatchEvents", () => {
   });
 
   it("holds the server's, each organization's and each identity's streams to the caps configured: past one, RESOURCE_EXHAUSTED with a QuotaFailure naming it", async () => {
-    const capped = eventsService({ ...ctx, eventStreams: { perServer: 4, perOrganization: 3, perIdentity: 2 } });
+    const capped = eventsService.build({ ...ctx, eventStreams: { perServer: 4, perOrganization: 3, perIdentity: 2 } });
     for (const [who, org] of [
       ["cap-1", "orgc1"],
       ["cap-2", "orgc1"],
@@ -238,7 +243,7 @@ describe("WatchEvents", () => {
       },
     });
     const abort = new AbortController();
-    const stream = eventsService({ ...ctx, eventHub: own }).watchEvents!(
+    const stream = eventsService.build({ ...ctx, eventHub: own }).watchEvents!(
       create(WatchEventsRequestSchema, {}),
       watchContext(identity, abort.signal),
     )[Symbol.asyncIterator]();

@@ -3,7 +3,7 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { and, asc, eq, gt, gte, lt, max, sql, type SQL } from "drizzle-orm";
 import {
   EventSchema,
-  type EventsService,
+  EventsService,
   ListEventsResponseSchema,
   type Event,
   type ListEventsRequest,
@@ -25,6 +25,7 @@ import {
 } from "../../list/index.js";
 import { scopeConditions } from "../../list/scope.js";
 import { checkRequest } from "../../descriptors/index.js";
+import { apiService } from "../api-service.js";
 import type { ServiceContext } from "../context.js";
 import { millisAtOrAfter, toTimestamp } from "../timestamps.js";
 import { StreamBudget } from "./streams.js";
@@ -124,7 +125,7 @@ function watchFilters(req: WatchEventsRequest, context: HandlerContext): { where
 /** A timer never waits longer than this (Node's limit); a later expiry is waited for in steps. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsService> {
+export const eventsService = apiService(EventsService, (ctx: ServiceContext): ServiceImpl<typeof EventsService> => {
   const streams = new StreamBudget(ctx.eventStreams);
 
   return {
@@ -254,4 +255,4 @@ export function eventsService(ctx: ServiceContext): ServiceImpl<typeof EventsSer
       .orderBy(asc(events.seq))
       .limit(REPLAY_PAGE);
   }
-}
+});

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
-import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { HandlerContext } from "@connectrpc/connect";
 import { principalKey } from "../../caller/index.js";
 import { callerGrants } from "../../authz/index.js";
 import { count, eq, inArray } from "drizzle-orm";
@@ -16,7 +16,6 @@ import { atOrBelow } from "../../list/scope.js";
 import { EgressError, type Egress } from "../../egress/index.js";
 import { invalidArgument, notFound, permissionDenied, quotaExceeded, unauthenticated } from "../../errors/index.js";
 import { subscriptionSecretContext } from "../../events/index.js";
-import type { ServiceContext } from "../context.js";
 import { requireField } from "../resource-store.js";
 import { defineResource, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
@@ -109,63 +108,61 @@ function validateSubscription(egress: Egress, s: Subscription): void {
   checkDescription(s.description);
 }
 
-function subscriptionResource(egress: Egress) {
-  return defineResource({
-    kind: "subscription",
-    table: subscriptions,
-    schema: SubscriptionSchema,
-    groupContent: "subscriptions",
-    decorate: withDeliveryCounts,
-    toMessage: (row) =>
-      create(SubscriptionSchema, {
-        uid: row.uid,
-        sink: row.sink,
-        types: row.types,
-        description: row.description,
-        lastError: row.lastError,
-        lastErrorTime: row.lastErrorTime ? toTimestamp(row.lastErrorTime) : undefined,
-        lastDeliveryTime: row.lastDeliveryTime ? toTimestamp(row.lastDeliveryTime) : undefined,
-        state: row.state === "stopped" ? Subscription_State.STOPPED : Subscription_State.ACTIVE,
-        creator: row.creatorUid ?? "",
-        createTime: toTimestamp(row.createTime),
-        updateTime: toTimestamp(row.updateTime),
-      }),
-    validate: (s: Subscription) => validateSubscription(egress, s),
-    toColumns: (s) => ({ sink: s.sink, types: [...new Set(s.types)], description: s.description }),
-    missingReference: "group",
-  });
-}
+export const subscriptionResource = defineResource({
+  kind: "subscription",
+  table: subscriptions,
+  schema: SubscriptionSchema,
+  groupContent: "subscriptions",
+  decorate: withDeliveryCounts,
+  toMessage: (row) =>
+    create(SubscriptionSchema, {
+      uid: row.uid,
+      sink: row.sink,
+      types: row.types,
+      description: row.description,
+      lastError: row.lastError,
+      lastErrorTime: row.lastErrorTime ? toTimestamp(row.lastErrorTime) : undefined,
+      lastDeliveryTime: row.lastDeliveryTime ? toTimestamp(row.lastDeliveryTime) : undefined,
+      state: row.state === "stopped" ? Subscription_State.STOPPED : Subscription_State.ACTIVE,
+      creator: row.creatorUid ?? "",
+      createTime: toTimestamp(row.createTime),
+      updateTime: toTimestamp(row.updateTime),
+    }),
+  validate: (s: Subscription, deps) => validateSubscription(deps.egress, s),
+  toColumns: (s) => ({ sink: s.sink, types: [...new Set(s.types)], description: s.description }),
+  missingReference: "group",
+  // Types that match no event: a subscription made as an example queues no delivery.
+  example: () => ({ sink: "https://example.com/hook", types: ["platform.example.never."] }),
+});
 
-export function subscriptionsService(ctx: ServiceContext): ServiceImpl<typeof SubscriptionsService> {
-  return resourceService(SubscriptionsService, subscriptionResource(ctx.egress), ctx, (store) => ({
-    async createSubscription(req, context) {
-      const parent = requireField(req.parent, "parent");
-      mayReceiveEvents(context, parent);
-      const uid = newChildUid(parent);
-      const secret = newSigningSecret();
-      const input = req.subscription ?? create(SubscriptionSchema);
-      // A bad request is told so before a full organization is (the store validates it again, cheaply).
-      validateSubscription(ctx.egress, input);
-      const values = { uid, parentUid: parent, secret: sealSecret(ctx.secrets, uid, secret), creatorUid: callerUid(context) };
-      const created = await ctx.db.transaction(async (tx) => {
-        await assertRoomFor(tx, parent);
-        return store.create(input, values, context, tx);
-      });
-      // The only answer that carries the secret (never the event's data: that is rendered from the row).
-      created.secret = secret;
-      return created;
-    },
+export const subscriptionsService = resourceService(SubscriptionsService, subscriptionResource, (store, ctx) => ({
+  async createSubscription(req, context) {
+    const parent = requireField(req.parent, "parent");
+    mayReceiveEvents(context, parent);
+    const uid = newChildUid(parent);
+    const secret = newSigningSecret();
+    const input = req.subscription ?? create(SubscriptionSchema);
+    // A bad request is told so before a full organization is (the store validates it again, cheaply).
+    store.validate(input);
+    const values = { uid, parentUid: parent, secret: sealSecret(ctx.secrets, uid, secret), creatorUid: callerUid(context) };
+    const created = await ctx.db.transaction(async (tx) => {
+      await assertRoomFor(tx, parent);
+      return store.create(input, values, context, tx);
+    });
+    // The only answer that carries the secret (never the event's data: that is rendered from the row).
+    created.secret = secret;
+    return created;
+  },
 
-    async updateSubscription(req, context) {
-      const patch = req.subscription ?? create(SubscriptionSchema);
-      const uid = requireField(patch.uid, "subscription.uid");
-      mayReceiveEvents(context, parentOf(uid));
-      // Whoever changes it vouches for it now: it sends for them, and a stopped one starts again.
-      const rehomed = { creatorUid: callerUid(context), state: "active" };
-      return store.update(uid, patch, req.updateMask, context, () => rehomed);
-    },
-  }));
-}
+  async updateSubscription(req, context) {
+    const patch = req.subscription ?? create(SubscriptionSchema);
+    const uid = requireField(patch.uid, "subscription.uid");
+    mayReceiveEvents(context, parentOf(uid));
+    // Whoever changes it vouches for it now: it sends for them, and a stopped one starts again.
+    const rehomed = { creatorUid: callerUid(context), state: "active" };
+    return store.update(uid, patch, req.updateMask, context, () => rehomed);
+  },
+}));
 
 /**
  * A subscription receives every event of its group's subtree, so whoever points one at a sink

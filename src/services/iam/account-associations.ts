@@ -1,5 +1,4 @@
 import { create, fromJson, toJson, type DescMessage, type JsonObject, type MessageShape } from "@bufbuild/protobuf";
-import type { ServiceImpl } from "@connectrpc/connect";
 import {
   AccountAssociationSchema,
   AccountAssociationsService,
@@ -11,7 +10,6 @@ import {
 } from "../../../gen/platform/iam/v2beta1/account_associations_pb.js";
 import { schema } from "../../db/index.js";
 import { invalidArgument } from "../../errors/index.js";
-import type { ServiceContext } from "../context.js";
 import { requireField } from "../resource-store.js";
 import { defineResource, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
@@ -99,22 +97,21 @@ export const accountAssociationResource = defineResource({
   }),
   duplicate: () => "the group already has an account association; update it instead",
   missingReference: "group",
+  example: () => ({ name: "accounts", amazon: { account: "210987654321" } }),
 });
 
-export function accountAssociationsService(ctx: ServiceContext): ServiceImpl<typeof AccountAssociationsService> {
-  return resourceService(AccountAssociationsService, accountAssociationResource, ctx, (store) => ({
-    // One per group: the group's uid is the association's primary key.
-    createAccountAssociation(req, context) {
-      const group = requireField(req.parent, "parent");
-      return store.create(
-        req.accountAssociation ?? create(AccountAssociationSchema),
-        {
-          uid: group,
-          parentUid: group,
-          path: scopePath(group),
-        },
-        context,
-      );
-    },
-  }));
-}
+export const accountAssociationsService = resourceService(AccountAssociationsService, accountAssociationResource, (store) => ({
+  // One per group: the group's uid is the association's primary key.
+  createAccountAssociation(req, context) {
+    const group = requireField(req.parent, "parent");
+    return store.create(
+      req.accountAssociation ?? create(AccountAssociationSchema),
+      {
+        uid: group,
+        parentUid: group,
+        path: scopePath(group),
+      },
+      context,
+    );
+  },
+}));

@@ -1,14 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import type { Duration } from "@bufbuild/protobuf/wkt";
-import type { ServiceImpl } from "@connectrpc/connect";
 import { inArray } from "drizzle-orm";
 import { GroupInviteSchema, GroupInvitesService, type GroupInvite } from "../../../gen/platform/iam/v2beta1/group_invites_pb.js";
 import { RoleReferenceSchema } from "../../../gen/platform/iam/v2beta1/references_pb.js";
 import { newChildUid, schema, type Executor } from "../../db/index.js";
 import { assertWithinCeiling, callerGrants } from "../../authz/index.js";
 import { invalidArgument } from "../../errors/index.js";
-import type { ServiceContext } from "../context.js";
 import { requireField } from "../resource-store.js";
 import { defineResource, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
@@ -59,6 +57,7 @@ export const groupInviteResource = defineResource({
   },
   toColumns: (i) => ({ roleUid: i.roleUid, email: i.email, singleUse: i.singleUse }),
   missingReference: "group",
+  example: ({ role }) => ({ roleUid: role, ttl: { seconds: 3600n } }),
 });
 
 /** Sets `role` on each invite from one query for all of them. */
@@ -77,37 +76,35 @@ async function withRoles(db: Executor, invites: GroupInvite[]): Promise<GroupInv
   return invites;
 }
 
-export function groupInvitesService(ctx: ServiceContext): ServiceImpl<typeof GroupInvitesService> {
-  return resourceService(GroupInvitesService, groupInviteResource, ctx, (store) => ({
-    // The only response that carries the code; the table keeps its hash.
-    async createGroupInvite(req, context) {
-      const grants = callerGrants(context);
-      const group = requireField(req.parent, "parent");
-      const invite = req.groupInvite ?? create(GroupInviteSchema);
-      groupInviteResource.validate(invite);
-      const code = randomBytes(CODE_BYTES).toString("base64url");
-      const now = ctx.clock();
-      return ctx.db.transaction(async (tx) => {
-        await lockGroup(tx, group);
-        const role = await assertRoleVisible(tx, group, invite.roleUid, "role_uid");
-        assertWithinCeiling(grants, role.capabilities, group, `an invite with role ${role.uid}`);
-        const created = await store.create(
-          invite,
-          {
-            uid: newChildUid(group),
-            parentUid: group,
-            codeHash: inviteCodeHash(code),
-            createTime: now,
-            updateTime: now,
-            expirationTime: new Date(now.getTime() + ttlMillis(invite.ttl)),
-          },
-          context,
-          tx,
-        );
-        created.code = code;
-        created.role = create(RoleReferenceSchema, { uid: role.uid, name: role.name, description: role.description });
-        return created;
-      });
-    },
-  }));
-}
+export const groupInvitesService = resourceService(GroupInvitesService, groupInviteResource, (store, ctx) => ({
+  // The only response that carries the code; the table keeps its hash.
+  async createGroupInvite(req, context) {
+    const grants = callerGrants(context);
+    const group = requireField(req.parent, "parent");
+    const invite = req.groupInvite ?? create(GroupInviteSchema);
+    store.validate(invite);
+    const code = randomBytes(CODE_BYTES).toString("base64url");
+    const now = ctx.clock();
+    return ctx.db.transaction(async (tx) => {
+      await lockGroup(tx, group);
+      const role = await assertRoleVisible(tx, group, invite.roleUid, "role_uid");
+      assertWithinCeiling(grants, role.capabilities, group, `an invite with role ${role.uid}`);
+      const created = await store.create(
+        invite,
+        {
+          uid: newChildUid(group),
+          parentUid: group,
+          codeHash: inviteCodeHash(code),
+          createTime: now,
+          updateTime: now,
+          expirationTime: new Date(now.getTime() + ttlMillis(invite.ttl)),
+        },
+        context,
+        tx,
+      );
+      created.code = code;
+      created.role = create(RoleReferenceSchema, { uid: role.uid, name: role.name, description: role.description });
+      return created;
+    });
+  },
+}));

@@ -1,11 +1,9 @@
 import { create } from "@bufbuild/protobuf";
-import type { ServiceImpl } from "@connectrpc/connect";
 import { GroupSchema, GroupsService, type Group } from "../../../gen/platform/iam/v2beta1/groups_pb.js";
 import { grantRole, removeBindingsWith } from "../../bindings/index.js";
 import { principalKey } from "../../caller/index.js";
 import { groupContents, MAX_GROUP_DEPTH, newChildUid, newRootUid, schema, uidDepth } from "../../db/index.js";
 import { failedPrecondition, invalidArgument, required, unauthenticated } from "../../errors/index.js";
-import type { ServiceContext } from "../context.js";
 import { defineResource, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
 import { checkDescription, checkName } from "../validation.js";
@@ -54,26 +52,25 @@ export const groupResource = defineResource({
     await removeBindingsWith(tx, deleting.events, deleting.call, { group: row.uid });
   },
   stillReferenced: (uid) => groupNotEmpty(uid, ["resources created while it was being deleted"]),
+  example: ({ unique }) => ({ name: `group-${unique}` }),
 });
 
-export function groupsService(ctx: ServiceContext): ServiceImpl<typeof GroupsService> {
-  return resourceService(GroupsService, groupResource, ctx, (store) => ({
-    async createGroup(req, context) {
-      const input = req.group ?? create(GroupSchema);
-      // Decided by the parent's uid alone, before anything is read (docs/security.md, "Input").
-      if (req.parent && uidDepth(req.parent) >= MAX_GROUP_DEPTH) {
-        throw invalidArgument("parent", `is ${MAX_GROUP_DEPTH} groups deep, the most a group may be: no group can be created in it`);
-      }
-      if (req.parent) return store.create(input, { uid: newChildUid(req.parent), parentUid: req.parent }, context);
-      // A new organization: its creator becomes its owner in the same transaction.
-      const creator = context.values.get(principalKey);
-      if (!creator) throw unauthenticated("missing credentials");
-      return ctx.db.transaction(async (tx) => {
-        const group = await store.create(input, { uid: newRootUid(), parentUid: null }, context, tx);
-        const owner = { identityUid: creator.identityUid, roleUid: "owner", now: ctx.clock(), actor: creator.identityUid };
-        await grantRole(tx, ctx.events, group.uid, owner);
-        return group;
-      });
-    },
-  }));
-}
+export const groupsService = resourceService(GroupsService, groupResource, (store, ctx) => ({
+  async createGroup(req, context) {
+    const input = req.group ?? create(GroupSchema);
+    // Decided by the parent's uid alone, before anything is read (docs/security.md, "Input").
+    if (req.parent && uidDepth(req.parent) >= MAX_GROUP_DEPTH) {
+      throw invalidArgument("parent", `is ${MAX_GROUP_DEPTH} groups deep, the most a group may be: no group can be created in it`);
+    }
+    if (req.parent) return store.create(input, { uid: newChildUid(req.parent), parentUid: req.parent }, context);
+    // A new organization: its creator becomes its owner in the same transaction.
+    const creator = context.values.get(principalKey);
+    if (!creator) throw unauthenticated("missing credentials");
+    return ctx.db.transaction(async (tx) => {
+      const group = await store.create(input, { uid: newRootUid(), parentUid: null }, context, tx);
+      const owner = { identityUid: creator.identityUid, roleUid: "owner", now: ctx.clock(), actor: creator.identityUid };
+      await grantRole(tx, ctx.events, group.uid, owner);
+      return group;
+    });
+  },
+}));

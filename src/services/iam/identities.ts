@@ -1,5 +1,4 @@
 import { create } from "@bufbuild/protobuf";
-import type { ServiceImpl } from "@connectrpc/connect";
 import { eq, sql, type SQL } from "drizzle-orm";
 import {
   IdentitiesService,
@@ -14,7 +13,6 @@ import { issuerPatternOrigin } from "./claim-pattern.js";
 import { invalidArgument } from "../../errors/index.js";
 import { CREATOR_DELETED, stopSubscriptions } from "../../events/index.js";
 import type { ExtraFilters } from "../../list/index.js";
-import type { ServiceContext } from "../context.js";
 import { requireField } from "../resource-store.js";
 import { defineResource, resourceService } from "../resource.js";
 import { removeBindingsWith } from "../../bindings/index.js";
@@ -98,6 +96,7 @@ export const identityResource = defineResource({
     // Its bindings go with it (the foreign keys cascade): each is recorded as deleted first.
     await removeBindingsWith(tx, deleting.events, deleting.call, { identity: row.uid });
   },
+  example: ({ unique }) => ({ name: `identity-${unique}` }),
 });
 
 /** claim_match.issuer / claim_match.subject: exact matches; the other claim fields cannot be filtered on. */
@@ -132,36 +131,34 @@ async function assertMayRetarget(tx: Executor, grants: Grants, identityUid: stri
   }
 }
 
-export function identitiesService(ctx: ServiceContext): ServiceImpl<typeof IdentitiesService> {
-  // Delete is the shared one: role_bindings.identity_uid cascades, so the bindings go in the same statement.
-  return resourceService(IdentitiesService, identityResource, ctx, (store) => ({
-    createIdentity(req, context) {
-      const parent = requireField(req.parent, "parent");
-      // Seen at the instant it was created: one clock reading for all three.
-      const now = ctx.clock();
-      return store.create(
-        req.identity ?? create(IdentitySchema),
-        {
-          uid: newChildUid(parent),
-          parentUid: parent,
-          lastSeenTime: now,
-          createTime: now,
-          updateTime: now,
-        },
-        context,
-      );
-    },
+// Delete is the shared one: role_bindings.identity_uid cascades, so the bindings go in the same statement.
+export const identitiesService = resourceService(IdentitiesService, identityResource, (store, ctx) => ({
+  createIdentity(req, context) {
+    const parent = requireField(req.parent, "parent");
+    // Seen at the instant it was created: one clock reading for all three.
+    const now = ctx.clock();
+    return store.create(
+      req.identity ?? create(IdentitySchema),
+      {
+        uid: newChildUid(parent),
+        parentUid: parent,
+        lastSeenTime: now,
+        createTime: now,
+        updateTime: now,
+      },
+      context,
+    );
+  },
 
-    updateIdentity(req, context) {
-      const grants = callerGrants(context);
-      const uid = requireField(req.identity?.uid ?? "", "identity.uid");
-      return store.update(uid, req.identity ?? create(IdentitySchema), req.updateMask, context, async (tx, next, current) => {
-        // Compared as what is stored: a member given empty is one not in use.
-        const [a, b] = [claimFields(next.claimMatch), claimFields(current.claimMatch)];
-        const unchanged = (Object.keys(a) as (keyof ClaimFields)[]).every((k) => a[k] === b[k]);
-        if (!unchanged) await assertMayRetarget(tx, grants, uid);
-        return {};
-      });
-    },
-  }));
-}
+  updateIdentity(req, context) {
+    const grants = callerGrants(context);
+    const uid = requireField(req.identity?.uid ?? "", "identity.uid");
+    return store.update(uid, req.identity ?? create(IdentitySchema), req.updateMask, context, async (tx, next, current) => {
+      // Compared as what is stored: a member given empty is one not in use.
+      const [a, b] = [claimFields(next.claimMatch), claimFields(current.claimMatch)];
+      const unchanged = (Object.keys(a) as (keyof ClaimFields)[]).every((k) => a[k] === b[k]);
+      if (!unchanged) await assertMayRetarget(tx, grants, uid);
+      return {};
+    });
+  },
+}));

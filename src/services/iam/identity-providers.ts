@@ -1,16 +1,13 @@
 import { create } from "@bufbuild/protobuf";
 import type { FieldMask } from "@bufbuild/protobuf/wkt";
-import type { ServiceImpl } from "@connectrpc/connect";
 import {
   IdentityProviderSchema,
   IdentityProvidersService,
   type IdentityProvider,
 } from "../../../gen/platform/iam/v2beta1/identity_providers_pb.js";
-import type { SecretBox } from "../../crypto/index.js";
 import { newChildUid, openClientSecret, parentOf, schema, sealClientSecret, type Executor } from "../../db/index.js";
 import { assertWithinCeiling, callerGrants, type Grants } from "../../authz/index.js";
 import { invalidArgument } from "../../errors/index.js";
-import type { ServiceContext } from "../context.js";
 import { requireField } from "../resource-store.js";
 import { defineResource, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
@@ -64,44 +61,48 @@ function checkOidc(p: IdentityProvider): void {
  * (and every other INPUT_ONLY field) from every response. Columns
  * hold it sealed for the provider's uid, so messages written must carry it.
  */
-export const identityProviderResource = (secrets: SecretBox) =>
-  defineResource({
-    kind: "identity provider",
-    table: schema.identityProviders,
-    schema: IdentityProviderSchema,
-    groupContent: "identity providers",
-    toMessage: (row) =>
-      create(IdentityProviderSchema, {
-        uid: row.uid,
-        name: row.name,
-        description: row.description,
-        defaultRole: row.defaultRoleUid ?? "",
-        oidc: {
-          issuer: row.oidcIssuer,
-          clientId: row.oidcClientId,
-          ...(row.oidcClientSecret ? { clientSecret: openClientSecret(secrets, row.uid, row.oidcClientSecret) } : {}),
-          additionalScopes: row.oidcAdditionalScopes,
-        },
-        createTime: toTimestamp(row.createTime),
-        updateTime: toTimestamp(row.updateTime),
-      }),
-    validate: (p) => {
-      checkName(p.name);
-      checkDescription(p.description);
-      checkOidc(p);
-    },
-    toColumns: (p) => ({
-      name: p.name,
-      description: p.description,
-      defaultRoleUid: p.defaultRole || null,
-      oidcIssuer: p.oidc?.issuer ?? "",
-      oidcClientId: p.oidc?.clientId ?? "",
-      oidcClientSecret: sealClientSecret(secrets, p.uid, p.oidc?.clientSecret ?? ""),
-      oidcAdditionalScopes: p.oidc?.additionalScopes ?? [],
+export const identityProviderResource = defineResource({
+  kind: "identity provider",
+  table: schema.identityProviders,
+  schema: IdentityProviderSchema,
+  groupContent: "identity providers",
+  toMessage: (row, { secrets }) =>
+    create(IdentityProviderSchema, {
+      uid: row.uid,
+      name: row.name,
+      description: row.description,
+      defaultRole: row.defaultRoleUid ?? "",
+      oidc: {
+        issuer: row.oidcIssuer,
+        clientId: row.oidcClientId,
+        ...(row.oidcClientSecret ? { clientSecret: openClientSecret(secrets, row.uid, row.oidcClientSecret) } : {}),
+        additionalScopes: row.oidcAdditionalScopes,
+      },
+      createTime: toTimestamp(row.createTime),
+      updateTime: toTimestamp(row.updateTime),
     }),
-    duplicate: (p) => `an identity provider named "${p.name}" already exists in the group`,
-    missingReference: "group",
-  });
+  validate: (p) => {
+    checkName(p.name);
+    checkDescription(p.description);
+    checkOidc(p);
+  },
+  toColumns: (p, { secrets }) => ({
+    name: p.name,
+    description: p.description,
+    defaultRoleUid: p.defaultRole || null,
+    oidcIssuer: p.oidc?.issuer ?? "",
+    oidcClientId: p.oidc?.clientId ?? "",
+    oidcClientSecret: sealClientSecret(secrets, p.uid, p.oidc?.clientSecret ?? ""),
+    oidcAdditionalScopes: p.oidc?.additionalScopes ?? [],
+  }),
+  duplicate: (p) => `an identity provider named "${p.name}" already exists in the group`,
+  missingReference: "group",
+  example: ({ unique, role }) => ({
+    name: `sso-${unique}`,
+    defaultRole: role,
+    oidc: { issuer: "https://accounts.example.com", clientId: "platform" },
+  }),
+});
 
 /**
  * The default role, when one is set, must be visible from the provider's
@@ -121,36 +122,33 @@ function secretGiven(patch: IdentityProvider, mask: FieldMask | undefined): bool
   return paths.some((p) => ["*", "oidc", "oidc.client_secret", "oidc.clientSecret"].includes(p));
 }
 
-export function identityProvidersService(ctx: ServiceContext): ServiceImpl<typeof IdentityProvidersService> {
-  const resource = identityProviderResource(ctx.secrets);
-  return resourceService(IdentityProvidersService, resource, ctx, (store) => ({
-    async createIdentityProvider(req, context) {
-      const grants = callerGrants(context);
-      const group = requireField(req.parent, "parent");
-      const provider = req.identityProvider ?? create(IdentityProviderSchema);
-      resource.validate(provider);
-      const created = await ctx.db.transaction(async (tx) => {
-        await lockGroup(tx, group);
-        await checkDefaultRole(tx, grants, group, provider);
-        const uid = newChildUid(group);
-        // The uid is known before the insert: the client secret is sealed for it.
-        return store.create({ ...provider, uid }, { uid, parentUid: group }, context, tx);
-      });
-      return created;
-    },
+export const identityProvidersService = resourceService(IdentityProvidersService, identityProviderResource, (store, ctx) => ({
+  async createIdentityProvider(req, context) {
+    const grants = callerGrants(context);
+    const group = requireField(req.parent, "parent");
+    const provider = req.identityProvider ?? create(IdentityProviderSchema);
+    store.validate(provider);
+    const created = await ctx.db.transaction(async (tx) => {
+      await lockGroup(tx, group);
+      await checkDefaultRole(tx, grants, group, provider);
+      const uid = newChildUid(group);
+      // The uid is known before the insert: the client secret is sealed for it.
+      return store.create({ ...provider, uid }, { uid, parentUid: group }, context, tx);
+    });
+    return created;
+  },
 
-    async updateIdentityProvider(req, context) {
-      const grants = callerGrants(context);
-      const uid = requireField(req.identityProvider?.uid ?? "", "identity_provider.uid");
-      const patch = req.identityProvider ?? create(IdentityProviderSchema);
-      const updated = await store.update(uid, patch, req.updateMask, context, async (tx, next, current) => {
-        await checkDefaultRole(tx, grants, parentOf(uid), next);
-        // The secret belongs to one client at one issuer: pointing the provider elsewhere
-        // without giving a new one must not send the old one to the new issuer.
-        const retargeted = next.oidc?.issuer !== current.oidc?.issuer || next.oidc?.clientId !== current.oidc?.clientId;
-        return retargeted && !secretGiven(patch, req.updateMask) ? { oidcClientSecret: "" } : {};
-      });
-      return updated;
-    },
-  }));
-}
+  async updateIdentityProvider(req, context) {
+    const grants = callerGrants(context);
+    const uid = requireField(req.identityProvider?.uid ?? "", "identity_provider.uid");
+    const patch = req.identityProvider ?? create(IdentityProviderSchema);
+    const updated = await store.update(uid, patch, req.updateMask, context, async (tx, next, current) => {
+      await checkDefaultRole(tx, grants, parentOf(uid), next);
+      // The secret belongs to one client at one issuer: pointing the provider elsewhere
+      // without giving a new one must not send the old one to the new issuer.
+      const retargeted = next.oidc?.issuer !== current.oidc?.issuer || next.oidc?.clientId !== current.oidc?.clientId;
+      return retargeted && !secretGiven(patch, req.updateMask) ? { oidcClientSecret: "" } : {};
+    });
+    return updated;
+  },
+}));

@@ -32,8 +32,8 @@ migratedStorePerFile((h) => (handle = h));
 
 /** Every statement the service runs, as SQL text: the same store seen through a logging Drizzle. */
 let statements: string[] = [];
-let service: ReturnType<typeof roleBindingsService>;
-let rootService: ReturnType<typeof rootRoleBindingsService>;
+let service: ReturnType<typeof roleBindingsService.build>;
+let rootService: ReturnType<typeof rootRoleBindingsService.build>;
 let org = "";
 
 beforeAll(async () => {
@@ -44,8 +44,8 @@ beforeAll(async () => {
     : drizzlePostgres(client, { schema, logger })) as unknown as Database;
   const clock = () => T0;
   const ctx = { db, clock, events: testEventRecorder(clock), resources: new ResourceCatalog() } as ServiceContext;
-  service = roleBindingsService(ctx);
-  rootService = rootRoleBindingsService(ctx);
+  service = roleBindingsService.build(ctx);
+  rootService = rootRoleBindingsService.build(ctx);
   org = newRootUid();
   await handle.db.insert(schema.groups).values({ uid: org, parentUid: null, name: "org", createTime: T0, updateTime: T0 });
 });

@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { HandlerContext } from "@connectrpc/connect";
 import {
   BatchCreateRoleBindingsResponseSchema,
   RoleBindingSchema,
@@ -8,7 +8,6 @@ import {
 import { callerGrants } from "../../authz/index.js";
 import { checkNewRole, createRequested, groupBindingResource, hydratedBinding, type Creating } from "../../bindings/index.js";
 import { invalidArgument } from "../../errors/index.js";
-import type { ServiceContext } from "../context.js";
 import { requireField } from "../resource-store.js";
 import { defineResource, resourceService } from "../resource.js";
 
@@ -18,9 +17,9 @@ const MAX_BATCH = 200;
 
 export const roleBindingResource = defineResource(groupBindingResource);
 
-export function roleBindingsService(ctx: ServiceContext): ServiceImpl<typeof RoleBindingsService> {
+export const roleBindingsService = resourceService(RoleBindingsService, roleBindingResource, (store, ctx) => {
   const creating = (context: HandlerContext): Creating => ({ ...ctx, grants: callerGrants(context), call: context });
-  return resourceService(RoleBindingsService, roleBindingResource, ctx, (store) => ({
+  return {
     getRoleBinding: (req) => hydratedBinding(ctx.db, requireField(req.uid, "uid")),
 
     async createRoleBinding(req, context) {
@@ -49,5 +48,5 @@ export function roleBindingsService(ctx: ServiceContext): ServiceImpl<typeof Rol
         return {};
       });
     },
-  }));
-}
+  };
+});

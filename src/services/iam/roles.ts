@@ -1,13 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
-import type { ServiceImpl } from "@connectrpc/connect";
 import { RoleSchema, RolesService, type Role } from "../../../gen/platform/iam/v2beta1/roles_pb.js";
 import { assertWithinCeiling, callerGrants } from "../../authz/index.js";
 import { countRoleBindings } from "../../bindings/index.js";
 import { capabilityNamed, dottedCapabilities, enumCapabilities, isBuiltInRole } from "../../capabilities/index.js";
 import { schema } from "../../db/index.js";
 import { alreadyExists, failedPrecondition, invalidArgument } from "../../errors/index.js";
-import type { ServiceContext } from "../context.js";
 import { requireField } from "../resource-store.js";
 import { defineResource, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
@@ -71,30 +69,29 @@ export const roleResource = defineResource({
   },
   // Other references (identity providers' default role, invites) are backed by foreign keys.
   stillReferenced: (uid) => inUse(uid, "other resources"),
+  example: ({ unique, capabilities }) => ({ name: `role-${unique}`, capabilities: [...capabilities] }),
 });
 
-export function rolesService(ctx: ServiceContext): ServiceImpl<typeof RolesService> {
-  return resourceService(RolesService, roleResource, ctx, (store) => ({
-    createRole(req, context) {
-      const grants = callerGrants(context);
-      const parent = requireField(req.parent, "parent");
-      const role = req.role ?? create(RoleSchema);
-      // An unknown capability is the caller's typo, not an escalation: say so first.
-      roleResource.validate(role);
-      assertWithinCeiling(grants, dottedCapabilities(role.capabilities), parent, "the role");
-      const uid = randomBytes(8).toString("hex");
-      return store.create(role, { uid, parentUid: parent, path: `${parent}/${uid}` }, context);
-    },
+export const rolesService = resourceService(RolesService, roleResource, (store) => ({
+  createRole(req, context) {
+    const grants = callerGrants(context);
+    const parent = requireField(req.parent, "parent");
+    const role = req.role ?? create(RoleSchema);
+    // An unknown capability is the caller's typo, not an escalation: say so first.
+    store.validate(role);
+    assertWithinCeiling(grants, dottedCapabilities(role.capabilities), parent, "the role");
+    const uid = randomBytes(8).toString("hex");
+    return store.create(role, { uid, parentUid: parent, path: `${parent}/${uid}` }, context);
+  },
 
-    updateRole(req, context) {
-      const grants = callerGrants(context);
-      const uid = requireField(req.role?.uid ?? "", "role.uid");
-      refuseBuiltIn(uid, "changed");
-      // Bindings of the role grant its new capabilities at once: the caller must hold them where the role lives.
-      return store.update(uid, req.role ?? create(RoleSchema), req.updateMask, context, (_tx, next) => {
-        assertWithinCeiling(grants, dottedCapabilities(next.capabilities), next.parent, "the role");
-        return {};
-      });
-    },
-  }));
-}
+  updateRole(req, context) {
+    const grants = callerGrants(context);
+    const uid = requireField(req.role?.uid ?? "", "role.uid");
+    refuseBuiltIn(uid, "changed");
+    // Bindings of the role grant its new capabilities at once: the caller must hold them where the role lives.
+    return store.update(uid, req.role ?? create(RoleSchema), req.updateMask, context, (_tx, next) => {
+      assertWithinCeiling(grants, dottedCapabilities(next.capabilities), next.parent, "the role");
+      return {};
+    });
+  },
+}));

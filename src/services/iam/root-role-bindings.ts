@@ -1,8 +1,6 @@
-import type { ServiceImpl } from "@connectrpc/connect";
 import { RootRoleBindingsService } from "../../../gen/platform/iam/v2beta1/root_role_bindings_pb.js";
 import { callerGrants } from "../../authz/index.js";
 import { createRootRequested, hydratedRootBinding, rootBindingResource } from "../../bindings/index.js";
-import type { ServiceContext } from "../context.js";
 import { requireField } from "../resource-store.js";
 import { defineResource, resourceService } from "../resource.js";
 
@@ -11,9 +9,7 @@ import { defineResource, resourceService } from "../resource.js";
 
 const rootRoleBindingResource = defineResource(rootBindingResource);
 
-export function rootRoleBindingsService(ctx: ServiceContext): ServiceImpl<typeof RootRoleBindingsService> {
-  return resourceService(RootRoleBindingsService, rootRoleBindingResource, ctx, {
-    getRootRoleBinding: (req) => hydratedRootBinding(ctx.db, requireField(req.uid, "uid")),
-    createRootRoleBinding: (req, context) => createRootRequested({ ...ctx, grants: callerGrants(context), call: context }, req),
-  });
-}
+export const rootRoleBindingsService = resourceService(RootRoleBindingsService, rootRoleBindingResource, (_store, ctx) => ({
+  getRootRoleBinding: (req) => hydratedRootBinding(ctx.db, requireField(req.uid, "uid")),
+  createRootRoleBinding: (req, context) => createRootRequested({ ...ctx, grants: callerGrants(context), call: context }, req),
+}));

@@ -1,10 +1,8 @@
 import { create } from "@bufbuild/protobuf";
-import type { ServiceImpl } from "@connectrpc/connect";
 import { and, asc, eq, inArray } from "drizzle-orm";
 import { RepoSchema, ReposService, type Repo } from "../../../gen/platform/registry/v2beta1/repos_pb.js";
 import { schema, type Executor } from "../../db/index.js";
 import { failedPrecondition, invalidArgument } from "../../errors/index.js";
-import type { ServiceContext } from "../context.js";
 import { defineResource, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
 import { checkDescription } from "../validation.js";
@@ -78,9 +76,8 @@ export const repoResource = defineResource({
     if (tag) throw repoNotEmpty(row.uid);
   },
   stillReferenced: repoNotEmpty,
+  example: ({ unique }) => ({ name: `repo-${unique}` }),
 });
 
 /** Every method of the service is the shared machinery's. */
-export function reposService(ctx: ServiceContext): ServiceImpl<typeof ReposService> {
-  return resourceService(ReposService, repoResource, ctx);
-}
+export const reposService = resourceService(ReposService, repoResource);

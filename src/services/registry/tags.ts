@@ -1,10 +1,8 @@
 import { create } from "@bufbuild/protobuf";
-import type { ServiceImpl } from "@connectrpc/connect";
 import { eq, gte, type SQL } from "drizzle-orm";
 import { TagSchema, TagsService, type ListTagsRequest, type Tag } from "../../../gen/platform/registry/v2beta1/tags_pb.js";
 import { parentOf, schema } from "../../db/index.js";
 import type { ExtraFilters } from "../../list/index.js";
-import type { ServiceContext } from "../context.js";
 import { defineResource, resourceService } from "../resource.js";
 import { millisAtOrAfter, toTimestamp } from "../timestamps.js";
 import { checkDigest, checkTagName } from "./oci-names.js";
@@ -34,6 +32,7 @@ export const tagResource = defineResource({
   toColumns: (t) => ({ name: t.name, digest: t.digest, deprecated: t.deprecated }),
   duplicate: (t) => `a tag named "${t.name}" already exists in this repo`,
   missingReference: "repo",
+  example: ({ unique }) => ({ name: `t${unique}`, digest: `sha256:${"c".repeat(64)}` }),
 });
 
 /** The digest and updated_since filters. */
@@ -49,6 +48,4 @@ function tagFilters(req: ListTagsRequest): ExtraFilters {
 }
 
 /** Every method of the service is the shared machinery's. */
-export function tagsService(ctx: ServiceContext): ServiceImpl<typeof TagsService> {
-  return resourceService(TagsService, tagResource, ctx);
-}
+export const tagsService = resourceService(TagsService, tagResource);

@@ -1,5 +1,4 @@
 import { create } from "@bufbuild/protobuf";
-import type { ServiceImpl } from "@connectrpc/connect";
 import { arrayContains, eq, getTableColumns, inArray, isNull, sql, type SQL } from "drizzle-orm";
 import {
   AdvisoriesService,
@@ -11,7 +10,6 @@ import {
 } from "../../../gen/platform/vulnerabilities/v2beta1/advisories_pb.js";
 import { schema, type Executor } from "../../db/index.js";
 import type { ExtraFilters } from "../../list/index.js";
-import type { ServiceContext } from "../context.js";
 import { defineResource, resourceService } from "../resource.js";
 import { toTimestamp } from "../timestamps.js";
 import { parseTime, readOsvDocuments, type OsvAdvisory } from "./osv-document.js";
@@ -94,40 +92,38 @@ async function upsert(db: Executor, rows: OsvAdvisory[], now: Date): Promise<voi
     });
 }
 
-export function advisoriesService(ctx: ServiceContext): ServiceImpl<typeof AdvisoriesService> {
-  return resourceService(AdvisoriesService, advisoryResource, ctx, {
-    async importAdvisories(req, context) {
-      const documents = readOsvDocuments(req.documents);
-      return ctx.db.transaction(async (tx) => {
-        const current = await tx
-          .select({ uid: advisories.uid, modified: advisories.modified })
-          .from(advisories)
-          .where(inArray(advisories.uid, [...new Set(documents.map((d) => d.uid))]))
-          .for("update");
-        const stored = new Map(current.map((r) => [r.uid, r.modified]));
-        // Later documents in the same call compare against earlier ones.
-        const writes = new Map<string, OsvAdvisory>();
-        const results = documents.map((doc, index) => {
-          const outcome = outcomeOf(stored.get(doc.uid), doc.modified);
-          if (outcome === Outcome.CREATED || outcome === Outcome.UPDATED) {
-            stored.set(doc.uid, doc.modified);
-            writes.set(doc.uid, doc);
-          }
-          return create(ResultSchema, { index, advisoryId: doc.advisoryId, uid: doc.uid, outcome });
-        });
-        await upsert(tx, [...writes.values()], ctx.clock());
-        // One event per advisory written; advisories are global, so only platform administrators see them.
-        for (const result of results) {
-          if (result.outcome !== Outcome.CREATED && result.outcome !== Outcome.UPDATED) continue;
-          const data = {
-            advisoryId: result.advisoryId,
-            outcome: result.outcome === Outcome.CREATED ? "created" : "updated",
-            modified: writes.get(result.uid)!.modified,
-          };
-          await ctx.events.call(tx, context, { subject: result.uid, group: null, data });
+export const advisoriesService = resourceService(AdvisoriesService, advisoryResource, (_store, ctx) => ({
+  async importAdvisories(req, context) {
+    const documents = readOsvDocuments(req.documents);
+    return ctx.db.transaction(async (tx) => {
+      const current = await tx
+        .select({ uid: advisories.uid, modified: advisories.modified })
+        .from(advisories)
+        .where(inArray(advisories.uid, [...new Set(documents.map((d) => d.uid))]))
+        .for("update");
+      const stored = new Map(current.map((r) => [r.uid, r.modified]));
+      // Later documents in the same call compare against earlier ones.
+      const writes = new Map<string, OsvAdvisory>();
+      const results = documents.map((doc, index) => {
+        const outcome = outcomeOf(stored.get(doc.uid), doc.modified);
+        if (outcome === Outcome.CREATED || outcome === Outcome.UPDATED) {
+          stored.set(doc.uid, doc.modified);
+          writes.set(doc.uid, doc);
         }
-        return create(ImportAdvisoriesResponseSchema, { results });
+        return create(ResultSchema, { index, advisoryId: doc.advisoryId, uid: doc.uid, outcome });
       });
-    },
-  });
-}
+      await upsert(tx, [...writes.values()], ctx.clock());
+      // One event per advisory written; advisories are global, so only platform administrators see them.
+      for (const result of results) {
+        if (result.outcome !== Outcome.CREATED && result.outcome !== Outcome.UPDATED) continue;
+        const data = {
+          advisoryId: result.advisoryId,
+          outcome: result.outcome === Outcome.CREATED ? "created" : "updated",
+          modified: writes.get(result.uid)!.modified,
+        };
+        await ctx.events.call(tx, context, { subject: result.uid, group: null, data });
+      }
+      return create(ImportAdvisoriesResponseSchema, { results });
+    });
+  },
+}));
