@@ -1,6 +1,7 @@
 import type { ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { claimMatchOf } from "../services/iam/claim-match.js";
 import { audienceAccepted, loopbackSpellings, MAX_REQUESTED_AUDIENCES, MAX_TOKEN_AUDIENCES, requestedAudience } from "./token-exchange.js";
 
 describe("audienceAccepted", () => {
@@ -18,6 +19,16 @@ describe("audienceAccepted", () => {
     expect(audienceAccepted(unnamed, "http://127.0.0.1:8080/", "http://localhost:8080")).toBe(true);
     expect(audienceAccepted(unnamed, ["http://localhost:8080"], "http://127.0.0.1:8080/")).toBe(true);
     expect(audienceAccepted(unnamed, "http://127.0.0.1:8081", "http://localhost:8080")).toBe(false);
+  });
+
+  it("matches a row stored with both audience and audience_pattern by the exact audience alone, as its answer shows", () => {
+    // Rows from before the pairs were oneofs may hold both; claimMatchOf answers only `audience`,
+    // so the pattern, which nobody can see any longer, must not widen what is accepted.
+    const both = { claimAudience: "urn:deploy:prod", claimAudiencePattern: ".*" };
+    expect(claimMatchOf({ audience: both.claimAudience, audiencePattern: both.claimAudiencePattern }).aud.case).toBe("audience");
+    expect(audienceAccepted(both, "urn:deploy:prod", authUrl)).toBe(true);
+    expect(audienceAccepted(both, "urn:anything:else", authUrl)).toBe(false);
+    expect(audienceAccepted(both, ["urn:other", "https://another-app.example"], authUrl)).toBe(false);
   });
 
   it("refuses a token naming more than 32 audiences, even with the right one first", () => {

@@ -136,13 +136,11 @@ export function audienceAccepted(
   // real one does is not meant for this service (docs/security.md, "Input").
   if (Array.isArray(aud) && aud.length > MAX_TOKEN_AUDIENCES) return false;
   const values = (Array.isArray(aud) ? aud : [aud]).filter((a): a is string => typeof a === "string");
-  if (identity.claimAudience || identity.claimAudiencePattern) {
-    return values.some(
-      (a) =>
-        (identity.claimAudience !== "" && a === identity.claimAudience) ||
-        (identity.claimAudiencePattern !== "" && matchesClaimPattern(identity.claimAudiencePattern, a)),
-    );
-  }
+  // The exact audience wins over a pattern stored beside it (a row from before the pair was a
+  // oneof), as issuer and subject do: it is the one the identity is answered with
+  // (docs/design.md, "Claim match").
+  if (identity.claimAudience) return values.includes(identity.claimAudience);
+  if (identity.claimAudiencePattern) return values.some((a) => matchesClaimPattern(identity.claimAudiencePattern, a));
   const bare = loopbackSpellings(authUrl.replace(/\/+$/, ""));
   return values.some((a) => bare.includes(a) || bare.includes(a.replace(/\/$/, "")));
 }

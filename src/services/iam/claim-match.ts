@@ -29,7 +29,7 @@ export function claimFields(c: ClaimMatch | undefined): ClaimFields {
  * string is a member not in use), so that it is answered with no empty
  * sibling (docs/design.md, "Claim match"). Where both of a pair are given (a
  * v1 body, a row stored before the pairs were oneofs), the exact value is the
- * one kept: issuer and subject are what the exchange always matched first.
+ * one kept, and the one the exchange matches (token-exchange.ts).
  */
 export function claimMatchOf(f: Partial<ClaimFields>): ClaimMatch {
   const pick = <E extends string, P extends string>(exact: E, e: string | undefined, pattern: P, p: string | undefined) =>
