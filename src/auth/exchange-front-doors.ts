@@ -69,13 +69,18 @@ async function readParams(req: NodeRequest, url: URL): Promise<[string, string][
     throw invalidArgument("subject_token", "must not be in the URL: send it in a POST form body or as the Authorization header");
   }
   const declared = req.headers["content-length"];
-  const hasBody = req.method === "POST" && ((declared !== undefined && declared !== "0") || req.headers["transfer-encoding"] !== undefined);
-  if (!hasBody) return params;
+  // HTTP/1.1 declares a body by its length or encoding; over HTTP/2 the length is optional and
+  // a body is any stream that its headers did not end.
+  const announced = declared !== undefined || req.headers["transfer-encoding"] !== undefined;
+  const undeclared = !announced && "stream" in req && !req.stream.endAfterHeaders;
+  if (req.method !== "POST" || declared === "0" || !(announced || undeclared)) return params;
   const type = String(req.headers["content-type"] ?? "")
     .split(";")[0]!
     .trim()
     .toLowerCase();
-  if (type !== FORM) throw invalidArgument("content-type", `must be ${FORM} for a POST with a body, not "${type.slice(0, 100)}"`);
+  const notForm = () => invalidArgument("content-type", `must be ${FORM} for a POST with a body, not "${type.slice(0, 100)}"`);
+  // An announced body is refused unread; an HTTP/2 one without a length may turn out empty.
+  if (announced && type !== FORM) throw notForm();
   let body: Uint8Array;
   try {
     body = await readBody(req, MAX_EXCHANGE_REQUEST_BYTES);
@@ -83,6 +88,8 @@ async function readParams(req: NodeRequest, url: URL): Promise<[string, string][
     if (e instanceof BodyTooLargeError) throw invalidArgument("body", `is larger than ${MAX_EXCHANGE_REQUEST_BYTES} bytes`);
     throw e;
   }
+  if (body.byteLength === 0) return params;
+  if (type !== FORM) throw notForm();
   return [...params, ...new URLSearchParams(Buffer.from(body).toString("utf8"))];
 }
 

@@ -1,3 +1,4 @@
+import http2 from "node:http2";
 import grpc from "@grpc/grpc-js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { decodeJwt } from "jose";
@@ -63,6 +64,26 @@ async function get(params: [string, string][], token?: string) {
   return { status: res.status, headers: res.headers, body: (await res.json()) as JsonObject };
 }
 
+/** A POST over HTTP/2 whose body is sent as DATA frames with no content-length header. */
+async function h2Post(path: string, headers: Record<string, string>, body: string): Promise<{ status: number; body: JsonObject }> {
+  const session = http2.connect(server.url);
+  try {
+    return await new Promise((resolve, reject) => {
+      const stream = session.request({ ":method": "POST", ":path": path, ...headers });
+      let status = 0;
+      let text = "";
+      stream.on("response", (h) => (status = Number(h[":status"])));
+      stream.setEncoding("utf8");
+      stream.on("data", (chunk: string) => (text += chunk));
+      stream.on("end", () => resolve({ status, body: JSON.parse(text) as JsonObject }));
+      stream.on("error", reject);
+      stream.end(body);
+    });
+  } finally {
+    session.close();
+  }
+}
+
 function violation(body: JsonObject): JsonObject | undefined {
   const bad = (body["details"] as JsonObject[] | undefined)?.find((d) => d["@type"] === "type.googleapis.com/google.rpc.BadRequest");
   return (bad?.["fieldViolations"] as JsonObject[] | undefined)?.[0];
@@ -77,6 +98,22 @@ describe("/sts/exchange with a form body", () => {
     expect(res.body["access_token"]).toBe(res.body["token"]);
     expect(decodeJwt(res.body["token"] as string)).toMatchObject({ sub: identity, aud: server.app.urls.baseUrl });
     expect(res.headers.get("cache-control")).toBe("no-store");
+  });
+
+  it("reads the form of an HTTP/2 POST that declares no content-length (the stream's frames carry its length)", async () => {
+    const form = new URLSearchParams({ aud: server.app.urls.baseUrl, identity, subject_token: await oidcToken() }).toString();
+    const answer = await h2Post("/sts/exchange", { "content-type": FORM }, form);
+    expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    expect(decodeJwt(answer.body["token"] as string)).toMatchObject({ sub: identity, aud: server.app.urls.baseUrl });
+  });
+
+  it("over HTTP/2 without a length: an empty body needs no content-type, a body that is not a form is refused", async () => {
+    const query = `?${new URLSearchParams({ aud: server.app.urls.baseUrl, identity })}`;
+    const empty = await h2Post(`/sts/exchange${query}`, { authorization: `Bearer ${await oidcToken()}` }, "");
+    expect(empty.status, JSON.stringify(empty.body)).toBe(200);
+    const json = await h2Post(`/sts/exchange${query}`, { "content-type": "application/json" }, '{"aud":"x"}');
+    expect(json.status).toBe(400);
+    expect(violation(json.body)).toMatchObject({ field: "content-type" });
   });
 
   it("takes RFC 8693's names: grant_type, audience, resource, subject_token and its type", async () => {
