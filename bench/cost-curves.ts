@@ -19,6 +19,7 @@ import { randomBytes } from "node:crypto";
 import { loadavg } from "node:os";
 import postgres from "postgres";
 import { httpLoad } from "./http-load.js";
+import { readCpuMs } from "./processes.js";
 import { describe, ms, rate, type Figures } from "./report.js";
 
 export const CURVE_POINTS = [10_000, 100_000, 1_000_000] as const;
@@ -29,6 +30,8 @@ const LIST_CONNECTIONS = 8;
 const TIMEOUT_SECONDS = 60;
 /** A window with fewer answers than this is measured again, five times as long. */
 const MIN_ANSWERS = 20;
+/** How long the service's idle CPU is sampled (/proc counts it in 10 ms ticks). */
+const IDLE_MS = 3_000;
 
 /** The largest point's req/s at least this share of the smallest's counts as flat (within 1.5×). */
 export const FLAT_MIN_RATIO = 1 / 1.5;
@@ -68,6 +71,11 @@ export interface CostCurve {
   ms: number;
   /** The 1-minute load average before and after. */
   load: [number, number];
+  /**
+   * The service's CPU while idle, ms per second: at 10 req/s, 10 ms/s of timers and GC is
+   * 1,000 µs on every request's CPU figure, which is not the request's.
+   */
+  idleCpuMsPerS: number;
 }
 
 // The children and their "created" events in one statement, in uid order (the events' uids
@@ -125,7 +133,27 @@ export async function measureCostCurves(svc: CurveService, load: CurveLoad): Pro
   const plans: string[] = [];
   const run = randomBytes(3).toString("hex");
   let n = 0;
+  let idleCpuMsPerS = NaN;
+  const createSpec = {
+    url: `${svc.base}/iam/v2beta1/groups/${svc.org}`,
+    method: "POST" as const,
+    headers: svc.headers,
+    body: JSON.stringify({ name: `curve ${run} first` }),
+    next: () => ({ body: `{"name":"curve ${run} ${n++}"}` }),
+    connections: load.createClients,
+    seconds: load.seconds,
+    warmupSeconds: Math.min(1, load.warmupSeconds),
+    serverPid: svc.pid,
+    timeoutSeconds: TIMEOUT_SECONDS,
+  };
   try {
+    // The service is fresh: without this the first point's creates ran half in the interpreter
+    // (their CPU per create came out half as much again as the next point's). Counted in the 10k.
+    await httpLoad({ ...createSpec, seconds: Math.max(1, load.warmupSeconds), warmupSeconds: 0 });
+    await drain(sql);
+    const idle0 = readCpuMs(svc.pid);
+    await new Promise((r) => setTimeout(r, IDLE_MS));
+    idleCpuMsPerS = ((readCpuMs(svc.pid) - idle0) * 1000) / IDLE_MS;
     for (const rows of CURVE_POINTS) {
       const s0 = performance.now();
       const children = await growTo(sql, svc.org, rows);
@@ -156,18 +184,7 @@ export async function measureCostCurves(svc: CurveService, load: CurveLoad): Pro
       await drain(sql);
       // The plans while the table is as the list saw it (the creates add to it).
       if (rows === CURVE_POINTS[CURVE_POINTS.length - 1]) plans.push(...(await explain(sql, svc.org)));
-      const create = await httpLoad({
-        url: `${svc.base}/iam/v2beta1/groups/${svc.org}`,
-        method: "POST",
-        headers: svc.headers,
-        body: JSON.stringify({ name: `curve ${run} first` }),
-        next: () => ({ body: `{"name":"curve ${run} ${n++}"}` }),
-        connections: load.createClients,
-        seconds: load.seconds,
-        warmupSeconds: Math.min(1, load.warmupSeconds),
-        serverPid: svc.pid,
-        timeoutSeconds: TIMEOUT_SECONDS,
-      });
+      const create = await httpLoad(createSpec);
       load.log(describe(`  CreateGroup under the org @ ${short(rows)}`, create, `${load.createClients} clients`));
       await drain(sql);
       points.push({ rows, events, seedMs, list, create });
@@ -175,7 +192,7 @@ export async function measureCostCurves(svc: CurveService, load: CurveLoad): Pro
   } finally {
     await sql.end({ timeout: 5 });
   }
-  return { points, plans, ms: performance.now() - t0, load: [loadBefore, loadavg()[0]!] };
+  return { points, plans, ms: performance.now() - t0, load: [loadBefore, loadavg()[0]!], idleCpuMsPerS };
 }
 
 /**
@@ -245,7 +262,7 @@ export function curveSummary(curve: CostCurve): string {
   }
   const seed = curve.points.reduce((s, p) => s + p.seedMs, 0);
   out.push(
-    `- The curves took ${(curve.ms / 1000).toFixed(0)} s, ${(seed / 1000).toFixed(0)} s of it growing the database (inserts, VACUUM ANALYZE, CHECKPOINT); ${last.events.toLocaleString("en")} events at ${short(last.rows)}; 1-min load average ${curve.load[0].toFixed(2)} before, ${curve.load[1].toFixed(2)} after. Server CPU excludes PostgreSQL's.`,
+    `- The curves took ${(curve.ms / 1000).toFixed(0)} s, ${(seed / 1000).toFixed(0)} s of it growing the database (inserts, VACUUM ANALYZE, CHECKPOINT); ${last.events.toLocaleString("en")} events at ${short(last.rows)}; 1-min load average ${curve.load[0].toFixed(2)} before, ${curve.load[1].toFixed(2)} after. Server CPU excludes PostgreSQL's, and includes the service's idle CPU, ${curve.idleCpuMsPerS.toFixed(1)} ms/s (${rate((curve.idleCpuMsPerS * 1000) / Math.max(last.list.rps, 1e-9))} µs of each list request's at ${short(last.rows)}).`,
   );
   return out.join("\n");
 }

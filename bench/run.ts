@@ -14,7 +14,7 @@
 // Env: BENCH_SECONDS (10), BENCH_CONNECTIONS (32), BENCH_QUICK=1 (2 s runs),
 // BENCH_CPU_PROF=1 (profile the service; BENCH_CPU_PROF_DIR to choose where),
 // BENCH_PG_URL (the server the bench creates its database on),
-// BENCH_CURVES=0 (skip the cost curves; about 2–3 minutes), BENCH_ONLY=curves (only them),
+// BENCH_CURVES=0 (skip the cost curves; about 2 minutes), BENCH_ONLY=curves (only them),
 // BENCH_CURVE_SECONDS (5 s per curve run; 2 with BENCH_QUICK).
 // Exits non-zero only when the bench itself breaks; a missed target is reported, not fatal.
 import { execFileSync } from "node:child_process";
