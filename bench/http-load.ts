@@ -16,6 +16,8 @@ export interface HttpLoad {
   warmupSeconds: number;
   /** The server's pid, for its CPU time over the measured window. */
   serverPid?: number | undefined;
+  /** A response slower than this is an error (autocannon's default: 10). */
+  timeoutSeconds?: number;
 }
 
 function once(spec: HttpLoad, seconds: number, latencies: number[] | undefined): Promise<autocannon.Result> {
@@ -26,6 +28,7 @@ function once(spec: HttpLoad, seconds: number, latencies: number[] | undefined):
     headers: spec.headers ?? {},
     connections: spec.connections,
     duration: seconds,
+    ...(spec.timeoutSeconds === undefined ? {} : { timeout: spec.timeoutSeconds }),
     ...(spec.body === undefined ? {} : { body: spec.body }),
     // autocannon hands setupRequest a fresh copy of the defaults each time, so mutating it is safe.
     ...(next ? { requests: [{ setupRequest: (req: autocannon.Request) => Object.assign(req, next()) }] } : {}),
@@ -49,6 +52,7 @@ export async function httpLoad(spec: HttpLoad): Promise<Figures> {
   const cpu1 = spec.serverPid ? readCpuMs(spec.serverPid) : NaN;
   // autocannon's duration is wall time of the window (rounded to 10 ms).
   const figures = summarise(latencies, result.errors + result.non2xx, result.duration || spec.seconds);
-  if (spec.serverPid) figures.cpuUsPerRequest = ((cpu1 - cpu0) * 1000) / Math.max(1, figures.requests);
+  // No request answered in the window: no per-request figure (not the whole window's CPU as one).
+  if (spec.serverPid) figures.cpuUsPerRequest = figures.requests ? ((cpu1 - cpu0) * 1000) / figures.requests : NaN;
   return figures;
 }

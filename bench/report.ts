@@ -34,8 +34,8 @@ export function summarise(latenciesMs: ArrayLike<number>, errors: number, second
   };
 }
 
-const ms = (v: number): string => (Number.isFinite(v) ? v.toFixed(v < 10 ? 2 : 1) : "–");
-const rate = (v: number): string => (Number.isFinite(v) ? Math.round(v).toString() : "–");
+export const ms = (v: number): string => (Number.isFinite(v) ? v.toFixed(v < 10 ? 2 : 1) : "–");
+export const rate = (v: number): string => (Number.isFinite(v) ? Math.round(v).toString() : "–");
 
 export function describe(title: string, f: Figures, load: string): string {
   const cpu =

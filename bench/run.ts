@@ -7,11 +7,15 @@
 //     bare Connect handler:            GetGroup over Connect JSON and gRPC
 //     the service:                     GetGroup over REST, Connect JSON, gRPC;
 //                                      ListGroups (REST); CreateGroup (REST)
-//   and checks the ratios/targets. Then the service's figures again on PGlite.
+//   and checks the ratios/targets. Then the service's figures again on PGlite. Then
+//   the cost curves (bench/cost-curves.ts): ListGroups and CreateGroup at 10k, 100k
+//   and 1M children of one organization, in a database of their own.
 //
 // Env: BENCH_SECONDS (10), BENCH_CONNECTIONS (32), BENCH_QUICK=1 (2 s runs),
 // BENCH_CPU_PROF=1 (profile the service; BENCH_CPU_PROF_DIR to choose where),
-// BENCH_PG_URL (the server the bench creates its database on).
+// BENCH_PG_URL (the server the bench creates its database on),
+// BENCH_CURVES=0 (skip the cost curves; about 2 minutes), BENCH_ONLY=curves (only them),
+// BENCH_CURVE_SECONDS (5 s per curve run; 2 with BENCH_QUICK).
 // Exits non-zero only when the bench itself breaks; a missed target is reported, not fatal.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -19,6 +23,7 @@ import { readFileSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { CURVE_POINTS, curveSummary, measureCostCurves, type CostCurve } from "./cost-curves.js";
 import { ADMIN_PG_URL, createDatabase, planGroups, seedPglite, seedPostgres, type GroupPlan, type TempDatabase } from "./fixtures.js";
 import { runGrpcLoad } from "./grpc-load.js";
 import { httpLoad, type HttpLoad } from "./http-load.js";
@@ -37,6 +42,10 @@ const CREATE_CLIENTS = 16;
 const CHILDREN = 10_000;
 const CPU_PROF = process.env["BENCH_CPU_PROF"] === "1";
 const RSS_TARGET_MIB = 250;
+const ONLY = process.env["BENCH_ONLY"] ?? "";
+if (ONLY !== "" && ONLY !== "curves") throw new Error(`BENCH_ONLY is "curves" or unset, not "${ONLY}"`);
+const CURVES = ONLY === "curves" || process.env["BENCH_CURVES"] !== "0";
+const CURVE_SECONDS = Number(process.env["BENCH_CURVE_SECONDS"] ?? (QUICK ? 2 : Math.min(5, SECONDS)));
 
 const cleanups: (() => Promise<unknown>)[] = [];
 const log = (line = ""): void => console.log(line);
@@ -264,14 +273,19 @@ interface PostgresResults {
   seedMs: number;
 }
 
-async function postgresPart(work: string, profileRoot: string | undefined): Promise<PostgresResults> {
-  const db: TempDatabase = await createDatabase().catch((e: unknown) => {
+async function benchDatabase(): Promise<TempDatabase> {
+  const db = await createDatabase().catch((e: unknown) => {
     throw new Error(
       `cannot create the bench database on ${ADMIN_PG_URL} (set BENCH_PG_URL, or start PostgreSQL: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start)`,
       { cause: e },
     );
   });
   cleanups.push(() => db.drop());
+  return db;
+}
+
+async function postgresPart(work: string, profileRoot: string | undefined): Promise<PostgresResults> {
+  const db = await benchDatabase();
   log(`PostgreSQL: database ${db.name}`);
   const dataDir = join(work, "pg-data");
   const svc = await startService(
@@ -414,6 +428,31 @@ async function pglitePart(work: string, profileRoot: string | undefined): Promis
   return { service, emptyReadyMs: first.started.readyMs, seededReadyMs: svc.started.readyMs, seedMs };
 }
 
+/** The cost curves, on a database and a service start of their own (bench/cost-curves.ts). */
+async function curvesPart(work: string, profileRoot: string | undefined): Promise<CostCurve> {
+  log(
+    `\nCost curves (PostgreSQL): ListGroups and CreateGroup at ${CURVE_POINTS.map((n) => n.toLocaleString("en")).join(", ")} children, ${CURVE_SECONDS} s runs:`,
+  );
+  const db = await benchDatabase();
+  const env = { DATABASE_URL: db.url, PLATFORM_DATA_DIR: join(work, "curves-data") };
+  const svc = await startService("service/curves", env, profileRoot && join(profileRoot, "curves"));
+  cleanups.push(() => stopProcess(svc.started.child));
+  const org = await api<{ uid: string }>(svc, "POST", "/iam/v2beta1/groups", { name: "bench curve org" });
+  const load = {
+    seconds: CURVE_SECONDS,
+    warmupSeconds: Math.min(WARMUP_SECONDS, CURVE_SECONDS),
+    connections: CONNECTIONS,
+    createClients: CREATE_CLIENTS,
+    log,
+  };
+  const curve = await measureCostCurves({ base: svc.base, headers: svc.headers, pid: svc.pid, dbUrl: db.url, org: org.uid }, load);
+  log(`\n  The list's statements at ${CURVE_POINTS[CURVE_POINTS.length - 1]!.toLocaleString("en")} children, EXPLAIN (ANALYZE, BUFFERS):`);
+  for (const line of curve.plans) log(`  ${line}`);
+  await stopService(svc, "service, cost curves");
+  await db.drop();
+  return curve;
+}
+
 function checks(pg: PostgresResults): Check[] {
   const s = pg.service;
   const r = (name: string, v: number, min: number | undefined): Check => ({
@@ -463,8 +502,13 @@ async function main(): Promise<void> {
   // Profiles outlive the run: they are for comparing before/after.
   const profileRoot = CPU_PROF ? (process.env["BENCH_CPU_PROF_DIR"] ?? (await mkdtemp(join(tmpdir(), "platform-bench-prof-")))) : undefined;
 
+  if (ONLY === "curves") {
+    log(`\nSummary\n\n${curveSummary(await curvesPart(work, profileRoot))}`);
+    return;
+  }
   const pg = await postgresPart(work, profileRoot);
   const lite = await pglitePart(work, profileRoot);
+  const curve = CURVES ? await curvesPart(work, profileRoot) : undefined;
 
   const list = checks(pg);
   log("\nTargets (PostgreSQL):");
@@ -495,6 +539,7 @@ async function main(): Promise<void> {
   if (profileRoot) notes.push(`CPU profiles: ${profileRoot}`);
   log("\nSummary\n");
   log(markdownTables(rows, list, notes));
+  if (curve) log(`\n${curveSummary(curve)}`);
 }
 
 async function cleanup(): Promise<void> {
