@@ -1,8 +1,8 @@
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { PGlite } from "@electric-sql/pglite";
 import postgres from "postgres";
+import { PgliteThread } from "../../src/db/pglite-thread.js";
 import { createFreshDatabase, postgresAdminUrl, SHARED_STORE_PREFIX_VARIABLE } from "./database.js";
 import { copyPgliteTemplate, postgresTemplate } from "./store-templates.js";
 
@@ -25,7 +25,7 @@ import { copyPgliteTemplate, postgresTemplate } from "./store-templates.js";
 
 const PGLITE_POOL = Symbol.for("platform-api.test.pglite-pool");
 const POSTGRES_POOL = Symbol.for("platform-api.test.postgres-pool");
-const slot = globalThis as { [PGLITE_POOL]?: PGlite[]; [POSTGRES_POOL]?: string[] };
+const slot = globalThis as { [PGLITE_POOL]?: PgliteThread[]; [POSTGRES_POOL]?: string[] };
 
 /** Every table of the application's schema, for one TRUNCATE. */
 const TABLES = "select string_agg(format('%I.%I', schemaname, tablename), ', ') as tables from pg_tables where schemaname = 'public'";
@@ -54,14 +54,13 @@ function lend<T>(store: T, idle: T[]): Lent<T> {
  * A migrated PGlite store with no rows, for one server: one another server of this worker gave
  * back, emptied, or a new copy of the migrated template.
  */
-export async function takePgliteStore(): Promise<Lent<PGlite>> {
+export async function takePgliteStore(): Promise<Lent<PgliteThread>> {
   const idle = (slot[PGLITE_POOL] ??= []);
   let pglite = idle.pop();
   if (!pglite) {
     const dir = join(await mkdtemp(join(tmpdir(), "platform-pooled-")), "pglite");
     await copyPgliteTemplate(dir, "migrated");
-    pglite = new PGlite(dir);
-    await pglite.waitReady;
+    pglite = await PgliteThread.open(dir);
   }
   // A new copy too, so that every store handed out is alike: the template holds the built-in roles.
   const { rows } = await pglite.query<{ tables: string | null }>(TABLES);
