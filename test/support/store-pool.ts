@@ -19,8 +19,9 @@ import { copyPgliteTemplate, postgresTemplate } from "./store-templates.js";
 // start. The schema is not touched: no test changes it.
 //
 // Kept on globalThis, as the shared server is (shared-server.ts), so that a file that resets the
-// module registry does not lose them. Nobody closes the PGlites (the worker's end does, and the
-// global setup removes their directories with the run's scratch directory); the databases are
+// module registry does not lose them. Nobody closes the PGlites: each runs in a thread of its own
+// (src/db/pglite-thread.ts) that keeps no process alive while idle and ends with the worker, and
+// the global setup removes their directories with the run's scratch directory; the databases are
 // the run's, dropped by the global teardown with the others (database.ts).
 
 const PGLITE_POOL = Symbol.for("platform-api.test.pglite-pool");
