@@ -13,7 +13,8 @@
 //
 // Env: BENCH_SECONDS (10), BENCH_CONNECTIONS (32), BENCH_QUICK=1 (2 s runs),
 // BENCH_CPU_PROF=1 (profile the service; BENCH_CPU_PROF_DIR to choose where),
-// BENCH_PG_URL (the server the bench creates its database on),
+// BENCH_PG_URL (the server the bench creates its database on), BENCH_STORES (postgres,pglite: which
+// back-ends to measure; the floors run with the PostgreSQL part),
 // BENCH_CURVES=0 (skip the cost curves; about 2 minutes), BENCH_ONLY=curves (only them),
 // BENCH_CURVE_SECONDS (5 s per curve run; 2 with BENCH_QUICK).
 // Exits non-zero only when the bench itself breaks; a missed target is reported, not fatal.
@@ -46,6 +47,13 @@ const ONLY = process.env["BENCH_ONLY"] ?? "";
 if (ONLY !== "" && ONLY !== "curves") throw new Error(`BENCH_ONLY is "curves" or unset, not "${ONLY}"`);
 const CURVES = ONLY === "curves" || process.env["BENCH_CURVES"] !== "0";
 const CURVE_SECONDS = Number(process.env["BENCH_CURVE_SECONDS"] ?? (QUICK ? 2 : Math.min(5, SECONDS)));
+// The embedded store's targets (issue 31): the list's tail at 32 connections, reads, memory, start.
+const PGLITE_LIST_P99_MS = 250;
+const PGLITE_GET_RPS = 2_500;
+const PGLITE_RSS_TARGET_MIB = 300;
+const PGLITE_READY_MS = 3_000;
+const STORES = new Set((process.env["BENCH_STORES"] ?? "postgres,pglite").split(",").map((s) => s.trim()));
+for (const s of STORES) if (s !== "postgres" && s !== "pglite") throw new Error(`BENCH_STORES: unknown store ${s} (postgres, pglite)`);
 
 const cleanups: (() => Promise<unknown>)[] = [];
 const log = (line = ""): void => console.log(line);
@@ -395,6 +403,8 @@ async function postgresPart(work: string, profileRoot: string | undefined): Prom
 
 interface PgliteResults {
   service: ServiceFigures;
+  /** GetGroup and ListGroups with one connection: the store's own latency, nothing queued. */
+  single: { rest: Figures; list: Figures };
   emptyReadyMs: number;
   seededReadyMs: number;
   seedMs: number;
@@ -424,8 +434,15 @@ async function pglitePart(work: string, profileRoot: string | undefined): Promis
   cleanups.push(() => stopProcess(svc.started.child));
   log(`  service start → ready, seeded data dir: ${svc.started.readyMs.toFixed(0)} ms`);
   const service = await measureService(svc, org.uid, plan.pool, uidsFile, createsParent.uid, "pglite");
+  const one = { connections: 1, headers: svc.headers, serverPid: svc.pid };
+  const rest = await httpLoad(
+    reads(`${svc.base}/iam/v2beta1/groups/${plan.pool[0]}`, { ...one, next: () => ({ path: `/iam/v2beta1/groups/${pick(plan.pool)}` }) }),
+  );
+  log(describe("pglite GetGroup, REST (random uid)", rest, "1 conn"));
+  const list = await httpLoad(reads(`${svc.base}/iam/v2beta1/groups?uidp.children_of=${org.uid}&page_size=50`, one));
+  log(describe("pglite ListGroups page 50 + totalCount, REST", list, "1 conn"));
   await stopService(svc, "service on PGlite");
-  return { service, emptyReadyMs: first.started.readyMs, seededReadyMs: svc.started.readyMs, seedMs };
+  return { service, single: { rest, list }, emptyReadyMs: first.started.readyMs, seededReadyMs: svc.started.readyMs, seedMs };
 }
 
 /** The cost curves, on a database and a service start of their own (bench/cost-curves.ts). */
@@ -487,6 +504,37 @@ function checks(pg: PostgresResults): Check[] {
   ];
 }
 
+function pgliteChecks(lite: PgliteResults): Check[] {
+  const s = lite.service;
+  const ready = Math.max(lite.emptyReadyMs, lite.seededReadyMs);
+  return [
+    {
+      name: `ListGroups p99, ${CONNECTIONS} conns`,
+      value: `${s.list?.p99.toFixed(0) ?? "?"} ms`,
+      target: `≤ ${PGLITE_LIST_P99_MS} ms`,
+      pass: s.list && s.list.p99 <= PGLITE_LIST_P99_MS,
+    },
+    {
+      name: "REST GetGroup",
+      value: `${s.rest?.rps.toFixed(0) ?? "?"} req/s`,
+      target: `≥ ${PGLITE_GET_RPS} req/s`,
+      pass: s.rest && s.rest.rps >= PGLITE_GET_RPS,
+    },
+    {
+      name: "Server RSS peak under load (VmHWM)",
+      value: `${s.hwmMiB?.toFixed(0) ?? "?"} MiB (VmRSS max ${s.rssMaxMiB?.toFixed(0) ?? "?"})`,
+      target: `≤ ${PGLITE_RSS_TARGET_MIB} MiB`,
+      pass: s.hwmMiB === undefined ? undefined : s.hwmMiB <= PGLITE_RSS_TARGET_MIB,
+    },
+    {
+      name: "Start → ready (slower of empty and seeded)",
+      value: `${ready.toFixed(0)} ms`,
+      target: `≤ ${PGLITE_READY_MS} ms`,
+      pass: ready <= PGLITE_READY_MS,
+    },
+  ];
+}
+
 async function main(): Promise<void> {
   const t0 = performance.now();
   // The server runs as `npm start` runs it, from dist/: build it from the sources as they are now.
@@ -506,39 +554,48 @@ async function main(): Promise<void> {
     log(`\nSummary\n\n${curveSummary(await curvesPart(work, profileRoot))}`);
     return;
   }
-  const pg = await postgresPart(work, profileRoot);
-  const lite = await pglitePart(work, profileRoot);
-  const curve = CURVES ? await curvesPart(work, profileRoot) : undefined;
+  const pg = STORES.has("postgres") ? await postgresPart(work, profileRoot) : undefined;
+  const lite = STORES.has("pglite") ? await pglitePart(work, profileRoot) : undefined;
+  const curve = CURVES && STORES.has("postgres") ? await curvesPart(work, profileRoot) : undefined;
 
-  const list = checks(pg);
-  log("\nTargets (PostgreSQL):");
-  for (const c of list) log(`  ${verdict(c.pass).padEnd(4)}  ${c.name}: ${c.value} (target ${c.target})`);
+  const list = pg ? checks(pg) : [];
+  const liteList = lite ? pgliteChecks(lite) : [];
+  for (const [title, cs] of [
+    ["PostgreSQL", list],
+    ["PGlite", liteList],
+  ] as const) {
+    if (!cs.length) continue;
+    log(`\nTargets (${title}):`);
+    for (const c of cs) log(`  ${verdict(c.pass).padEnd(4)}  ${c.name}: ${c.value} (target ${c.target})`);
+  }
 
   const rows: Row[] = [
-    { name: "Floor GetGroup (node:http + postgres.js)", postgres: pg.floorGet },
-    { name: "Bare Connect GetGroup, Connect JSON", postgres: pg.bareConnect },
-    { name: "Bare Connect GetGroup, gRPC", postgres: pg.bareGrpc },
-    { name: "Service GetGroup, REST", postgres: pg.service.rest, pglite: lite.service.rest },
-    { name: "Service GetGroup, Connect JSON", postgres: pg.service.connect, pglite: lite.service.connect },
-    { name: `Service GetGroup, gRPC (${GRPC_STREAMS} streams)`, postgres: pg.service.grpc, pglite: lite.service.grpc },
-    { name: "Floor list (page 50 + count)", postgres: pg.floorList },
-    { name: "Service ListGroups (page 50 + totalCount)", postgres: pg.service.list, pglite: lite.service.list },
-    { name: `Floor create (1 INSERT, ${CREATE_CLIENTS} clients)`, postgres: pg.floorCreate },
-    { name: `Floor create + event (transaction, ${CREATE_CLIENTS} clients)`, postgres: pg.floorCreateEvent },
-    { name: `Service CreateGroup, REST (${CREATE_CLIENTS} clients)`, postgres: pg.service.create, pglite: lite.service.create },
+    { name: "Floor GetGroup (node:http + postgres.js)", postgres: pg?.floorGet },
+    { name: "Bare Connect GetGroup, Connect JSON", postgres: pg?.bareConnect },
+    { name: "Bare Connect GetGroup, gRPC", postgres: pg?.bareGrpc },
+    { name: "Service GetGroup, REST", postgres: pg?.service.rest, pglite: lite?.service.rest },
+    { name: "Service GetGroup, REST (1 conn)", pglite: lite?.single.rest },
+    { name: "Service GetGroup, Connect JSON", postgres: pg?.service.connect, pglite: lite?.service.connect },
+    { name: `Service GetGroup, gRPC (${GRPC_STREAMS} streams)`, postgres: pg?.service.grpc, pglite: lite?.service.grpc },
+    { name: "Floor list (page 50 + count)", postgres: pg?.floorList },
+    { name: "Service ListGroups (page 50 + totalCount)", postgres: pg?.service.list, pglite: lite?.service.list },
+    { name: "Service ListGroups (1 conn)", pglite: lite?.single.list },
+    { name: `Floor create (1 INSERT, ${CREATE_CLIENTS} clients)`, postgres: pg?.floorCreate },
+    { name: `Floor create + event (transaction, ${CREATE_CLIENTS} clients)`, postgres: pg?.floorCreateEvent },
+    { name: `Service CreateGroup, REST (${CREATE_CLIENTS} clients)`, postgres: pg?.service.create, pglite: lite?.service.create },
   ];
   const minutes = (performance.now() - t0) / 60_000;
   const notes = [
     `${SECONDS} s per run after ${WARMUP_SECONDS} s warm-up; reads ${CONNECTIONS} HTTP/1.1 connections (autocannon) or ${GRPC_STREAMS} h2 streams; node ${process.version}, ${cpus().length} CPUs; ${new Date().toISOString().slice(0, 16)}Z; bench took ${minutes.toFixed(1)} min.`,
     `Data: ${CHILDREN.toLocaleString("en")} children of one org (random-uid pool, ListGroups scope) + ~3,000 other groups, same shape on both back-ends.`,
-    `PGlite memory: VmHWM ${lite.service.hwmMiB?.toFixed(0) ?? "?"} MiB (VmRSS max under load ${lite.service.rssMaxMiB?.toFixed(0) ?? "?"} MiB).`,
-    `Start → ready: PostgreSQL fresh DB ${pg.readyMs.toFixed(0)} ms; PGlite empty dir ${lite.emptyReadyMs.toFixed(0)} ms, seeded dir ${lite.seededReadyMs.toFixed(0)} ms.`,
+    `PGlite memory: VmHWM ${lite?.service.hwmMiB?.toFixed(0) ?? "?"} MiB (VmRSS max under load ${lite?.service.rssMaxMiB?.toFixed(0) ?? "?"} MiB).`,
+    `Start → ready: PostgreSQL fresh DB ${pg?.readyMs.toFixed(0) ?? "–"} ms; PGlite empty dir ${lite?.emptyReadyMs.toFixed(0) ?? "–"} ms, seeded dir ${lite?.seededReadyMs.toFixed(0) ?? "–"} ms.`,
     "CPU µs/req is the server process's own CPU time (PostgreSQL's not included).",
     `1-min load average before the bench: ${loadBefore.toFixed(2)} (other work on ${cpus().length} CPUs skews every figure); at the end, bench included: ${loadavg()[0]!.toFixed(2)}.`,
   ];
   if (profileRoot) notes.push(`CPU profiles: ${profileRoot}`);
   log("\nSummary\n");
-  log(markdownTables(rows, list, notes));
+  log(markdownTables(rows, list, liteList, notes));
   if (curve) log(`\n${curveSummary(curve)}`);
 }
 

@@ -1,10 +1,10 @@
 import { join } from "node:path";
 import { eq, sql } from "drizzle-orm";
-import { PGlite } from "@electric-sql/pglite";
 import { afterEach, describe, expect, it } from "vitest";
 import { freshStorePerTest } from "../../test/support/fresh-store.js";
 import { BUILT_IN_ROLES } from "../capabilities/index.js";
 import { openDatabase, queryRows, type Database, type DatabaseHandle } from "./client.js";
+import { PgliteThread } from "./pglite-thread.js";
 import * as schema from "./schema.js";
 import { newChildUid, newRootBindingUid, newRootUid } from "./uid.js";
 
@@ -20,7 +20,7 @@ const store = freshStorePerTest("platform-built-in-roles");
  * migrates and writes the roles as the server's start does. Booting PGlite each time cost half a
  * second of CPU; a restart of the PGlite directory itself is test/e2e/built-in-roles.spec.ts's.
  */
-let pglite: PGlite | undefined;
+let pglite: PgliteThread | undefined;
 afterEach(async () => {
   await pglite?.close();
   pglite = undefined;
@@ -28,7 +28,7 @@ afterEach(async () => {
 
 /** Opens the store (a start), runs `body` and closes it again. */
 async function start<T>(body: (handle: DatabaseHandle) => Promise<T>): Promise<T> {
-  if (!store.databaseUrl) pglite ??= new PGlite(join(store.dir, "pglite"));
+  if (!store.databaseUrl) pglite ??= await PgliteThread.open(join(store.dir, "pglite"));
   const handle = await openDatabase(
     store.databaseUrl ? { pgliteDir: "memory://", databaseUrl: store.databaseUrl } : { pgliteDir: "memory://", pglite },
   );

@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { PGlite } from "@electric-sql/pglite";
+import type { PGlite } from "@electric-sql/pglite";
 import { sql, type SQL } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
@@ -10,7 +10,7 @@ import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
 import { syncBuiltInRoles, type BuiltInRolesSync } from "./built-in-roles.js";
 import { lockDirectory, type LockHolder } from "./directory-lock.js";
-import { keepBuiltInTypeParsers } from "./pglite-parsers.js";
+import { PgliteThread } from "./pglite-thread.js";
 import { observedPglite, observedPostgres, type QueryObserver } from "./query-observer.js";
 import * as schema from "./schema.js";
 
@@ -47,12 +47,12 @@ export interface DatabaseOptions {
   /** PGlite data directory; `memory://` keeps everything in memory. */
   pgliteDir: string;
   /**
-   * An open PGlite to use instead of opening `pgliteDir`; `close()` leaves it open. It is migrated
-   * and its result parsers are cut down as any store's (pglite-parsers.ts). For a process that
-   * starts and stops applications many times, as the test suite does: a PGlite start costs far
-   * more than an application's (docs/design.md, "Storage"). Not with `databaseUrl`.
+   * An open PGlite (in its thread) to use instead of opening `pgliteDir`; `close()` leaves it
+   * open. It is migrated as any store. For a process that starts and stops applications many
+   * times, as the test suite does: a PGlite start costs far more than an application's
+   * (docs/design.md, "Storage"). Not with `databaseUrl`.
    */
-  pglite?: PGlite;
+  pglite?: PgliteThread;
   /** Told of every query the application runs (not migrations): metrics. */
   observeQuery?: QueryObserver;
 }
@@ -110,12 +110,12 @@ export async function openDatabase(opts: DatabaseOptions): Promise<DatabaseHandl
   // One process per data directory: PGlite does not lock it, and a second one would each see only
   // its own writes and lose the other's (docs/design.md, "Storage").
   const lock = ownsDirectory ? await lockDirectory(opts.pgliteDir) : undefined;
-  let client: PGlite;
+  let client: PgliteThread;
   let builtInRoles: BuiltInRolesSync;
   try {
-    client = opts.pglite ?? new PGlite(opts.pgliteDir);
-    await keepBuiltInTypeParsers(client);
-    const migrator = drizzlePglite(client, { schema });
+    // Off the event loop: docs/design.md, "Storage". The thread cuts PGlite's parsers down (pglite-parsers.ts).
+    client = opts.pglite ?? (await PgliteThread.open(opts.pgliteDir));
+    const migrator = drizzlePglite(asPglite(client), { schema });
     await migratePglite(migrator, { migrationsFolder });
     builtInRoles = await syncBuiltInRoles(migrator);
     // The store is open: now the holder's name may go into its directory (directory-lock.ts).
@@ -124,7 +124,9 @@ export async function openDatabase(opts: DatabaseOptions): Promise<DatabaseHandl
     await lock?.release();
     throw e;
   }
-  const db = drizzlePglite(opts.observeQuery ? observedPglite(client, opts.observeQuery) : client, { schema }) as unknown as Database;
+  const db = drizzlePglite(asPglite(opts.observeQuery ? observedPglite(client, opts.observeQuery) : client), {
+    schema,
+  }) as unknown as Database;
   const listening = new Set<() => Promise<void>>();
   return {
     db,
@@ -132,7 +134,8 @@ export async function openDatabase(opts: DatabaseOptions): Promise<DatabaseHandl
     builtInRoles,
     ping: async () => void (await client.query("select 1")),
     describeHolder: (info) => lock?.describe(info),
-    // In-process: a notification is delivered before the committing query resolves.
+    // The thread sends a notification before the answer of the query that committed it, so it is
+    // delivered before that query resolves, as in-process (pglite-host.ts).
     listen: async (channel, onNotify, onListening) => {
       const unlisten = await client.listen(channel, onNotify);
       listening.add(unlisten);
@@ -175,6 +178,9 @@ async function migratePostgresLocked(url: string): Promise<BuiltInRolesSync> {
     await client.end({ timeout: 5 });
   }
 }
+
+/** Drizzle's PGlite driver takes a PGlite; it calls only what PgliteThread has (query, transaction). */
+const asPglite = (client: PgliteThread): PGlite => client as unknown as PGlite;
 
 /** Runs raw SQL and returns its rows on either driver (postgres.js returns an array, PGlite `{rows}`). */
 export async function queryRows<Row extends Record<string, unknown>>(db: Executor, query: SQL): Promise<Row[]> {

@@ -7,6 +7,7 @@ export {
   type Executor,
   type Transaction,
 } from "./client.js";
+export { PgliteThread } from "./pglite-thread.js";
 export * as schema from "./schema.js";
 export { syncBuiltInRoles, type BuiltInRolesSync } from "./built-in-roles.js";
 export {

@@ -1,5 +1,5 @@
-import type { PGlite, Transaction as PgliteTransaction } from "@electric-sql/pglite";
 import type { Sql } from "postgres";
+import type { PgliteQueries, PgliteThreadTransaction } from "./pglite-thread.js";
 
 /** Told of every query as it starts; the function it returns, as it ends. */
 export type QueryObserver = () => (ok: boolean) => void;
@@ -57,7 +57,7 @@ export function observedPostgres<T extends Sql>(sql: T, observe: QueryObserver):
 }
 
 /** PGlite, with every query Drizzle runs observed (`query`, and `query` of a transaction). */
-export function observedPglite<T extends PGlite | PgliteTransaction>(client: T, observe: QueryObserver): T {
+export function observedPglite<T extends PgliteQueries>(client: T, observe: QueryObserver): T {
   return new Proxy(client, {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver) as unknown;
@@ -76,12 +76,12 @@ export function observedPglite<T extends PGlite | PgliteTransaction>(client: T, 
         };
       }
       if (prop === "transaction") {
-        return (fn: (tx: PgliteTransaction) => unknown) =>
-          (value as (f: (tx: PgliteTransaction) => unknown) => unknown).call(target, (tx: PgliteTransaction) =>
+        return (fn: (tx: PgliteThreadTransaction) => unknown) =>
+          (value as (f: (tx: PgliteThreadTransaction) => unknown) => unknown).call(target, (tx: PgliteThreadTransaction) =>
             fn(observedPglite(tx, observe)),
           );
       }
-      // PGlite keeps state in private fields: its methods must run on the PGlite itself, not the proxy.
+      // PgliteThread keeps state in private fields: its methods must run on the PGlite itself, not the proxy.
       return (value as (...a: unknown[]) => unknown).bind(target);
     },
   });

@@ -1,7 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ConnectRouter } from "@connectrpc/connect";
-import type { PGlite } from "@electric-sql/pglite";
 import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
 import {
@@ -22,7 +21,7 @@ import { AdminTokenRenewal } from "../auth/admin-token-renewal.js";
 import { devIssuer, loginRoutes } from "../auth/login/index.js";
 import { Authorizer, GRANTS_CHANGED_CHANNEL, Grants, GrantsCache } from "../authz/index.js";
 import { SecretBox, ensurePrivateDir, loadMasterKey } from "../crypto/index.js";
-import { openDatabase, POSTGRES_POOL_SIZE, sealPlaintextClientSecrets, type DatabaseHandle } from "../db/index.js";
+import { openDatabase, type PgliteThread, POSTGRES_POOL_SIZE, sealPlaintextClientSecrets, type DatabaseHandle } from "../db/index.js";
 import { Egress } from "../egress/index.js";
 import {
   CreatorCheck,
@@ -71,7 +70,7 @@ export interface AppOptions {
   /** How often (real milliseconds) the admin-token file is checked for renewal; default one minute. */
   adminTokenCheckMs?: number;
   /** An open PGlite to use as the store instead of the data directory's, left open at close (DatabaseOptions.pglite). */
-  pglite?: PGlite;
+  pglite?: PgliteThread;
   /** Log lines the log destination dropped so far (LogDestination.dropped), for /metrics. */
   logLinesDropped?: () => number;
 }

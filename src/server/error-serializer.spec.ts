@@ -4,6 +4,7 @@ import { drizzle } from "drizzle-orm/pglite";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { takePgliteStore } from "../../test/support/store-pool.js";
+import type { PgliteThread } from "../db/index.js";
 import { serializeError, type SerializedError } from "./error-serializer.js";
 import { createLogger } from "./logger.js";
 
@@ -41,7 +42,7 @@ function expectNoSecret(out: SerializedError): void {
 describe("serializeError", () => {
   // A PGlite of the tests' pool (test/support/store-pool.ts): what matters is that the error is a real one.
   let store: Awaited<ReturnType<typeof takePgliteStore>>;
-  let client: PGlite;
+  let client: PgliteThread;
   beforeAll(async () => {
     store = await takePgliteStore();
     client = store.store;
@@ -51,7 +52,8 @@ describe("serializeError", () => {
   });
 
   it("a real DrizzleQueryError (PGlite): keeps class, SQLSTATE, query text and frames; drops params, detail and quoted values", async () => {
-    const db = drizzle(client);
+    // Drizzle's driver takes a PGlite; the store's thread has what it calls (src/db/client.ts).
+    const db = drizzle(client as unknown as PGlite);
     const err = await db.execute(sql`select ${SECRET}::int as n, ${"other"}::text as t`).then(
       () => undefined,
       (e: unknown) => e,

@@ -1,8 +1,8 @@
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { PGlite } from "@electric-sql/pglite";
 import postgres from "postgres";
+import { PgliteThread } from "../../src/db/pglite-thread.js";
 import { createFreshDatabase, postgresAdminUrl, SHARED_STORE_PREFIX_VARIABLE } from "./database.js";
 import { copyPgliteTemplate, postgresTemplate } from "./store-templates.js";
 
@@ -19,13 +19,14 @@ import { copyPgliteTemplate, postgresTemplate } from "./store-templates.js";
 // start. The schema is not touched: no test changes it.
 //
 // Kept on globalThis, as the shared server is (shared-server.ts), so that a file that resets the
-// module registry does not lose them. Nobody closes the PGlites (the worker's end does, and the
-// global setup removes their directories with the run's scratch directory); the databases are
+// module registry does not lose them. Nobody closes the PGlites: each runs in a thread of its own
+// (src/db/pglite-thread.ts) that keeps no process alive while idle and ends with the worker, and
+// the global setup removes their directories with the run's scratch directory; the databases are
 // the run's, dropped by the global teardown with the others (database.ts).
 
 const PGLITE_POOL = Symbol.for("platform-api.test.pglite-pool");
 const POSTGRES_POOL = Symbol.for("platform-api.test.postgres-pool");
-const slot = globalThis as { [PGLITE_POOL]?: PGlite[]; [POSTGRES_POOL]?: string[] };
+const slot = globalThis as { [PGLITE_POOL]?: PgliteThread[]; [POSTGRES_POOL]?: string[] };
 
 /** Every table of the application's schema, for one TRUNCATE. */
 const TABLES = "select string_agg(format('%I.%I', schemaname, tablename), ', ') as tables from pg_tables where schemaname = 'public'";
@@ -54,14 +55,13 @@ function lend<T>(store: T, idle: T[]): Lent<T> {
  * A migrated PGlite store with no rows, for one server: one another server of this worker gave
  * back, emptied, or a new copy of the migrated template.
  */
-export async function takePgliteStore(): Promise<Lent<PGlite>> {
+export async function takePgliteStore(): Promise<Lent<PgliteThread>> {
   const idle = (slot[PGLITE_POOL] ??= []);
   let pglite = idle.pop();
   if (!pglite) {
     const dir = join(await mkdtemp(join(tmpdir(), "platform-pooled-")), "pglite");
     await copyPgliteTemplate(dir, "migrated");
-    pglite = new PGlite(dir);
-    await pglite.waitReady;
+    pglite = await PgliteThread.open(dir);
   }
   // A new copy too, so that every store handed out is alike: the template holds the built-in roles.
   const { rows } = await pglite.query<{ tables: string | null }>(TABLES);
