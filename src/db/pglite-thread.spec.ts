@@ -188,4 +188,15 @@ describe("PgliteThread's end", () => {
     });
     expect(stdout.trim()).toBe("42");
   }, 90_000);
+
+  it("keeps a process with nothing else to do alive until close() has returned", async () => {
+    // As vitest's global setup is when it makes the store templates: without the ref, the process
+    // ended inside close(), with code 0 and nothing printed after.
+    const script = `import { PgliteThread } from ${JSON.stringify(fileURLToPath(new URL("./pglite-thread.ts", import.meta.url)))};
+      const t = await PgliteThread.open("memory://"); await t.query("select 1"); await t.close(); console.log("closed");`;
+    const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      timeout: 60_000,
+    });
+    expect(stdout.trim()).toBe("closed");
+  }, 90_000);
 });

@@ -174,6 +174,10 @@ export class PgliteThread implements PgliteQueries {
       await this.#whenFree(true, () => this.#send({ op: "close" }));
       this.#end(threadEnded("closed"));
     }
+    // Until the thread has ended, the close is an answer due (the last reply unref'd the thread): a
+    // process with nothing else to do (a test runner's global setup) would otherwise exit in the
+    // middle of close(), silently, with code 0.
+    this.#worker.ref();
     await this.#exited;
   }
 
