@@ -1,7 +1,7 @@
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import { createContextKey, type ContextValues } from "@connectrpc/connect";
 import { Authorization_ResourceKind, Authorization_Scope, type Authorization } from "../../gen/platform/common/v1/authorization_pb.js";
-import { isPublicService, principalKey, type Principal } from "../caller/index.js";
+import { grantsUnchangedKey, isPublicService, principalKey, type Principal } from "../caller/index.js";
 import type { Database } from "../db/index.js";
 import { declaredAuthorization } from "../descriptors/index.js";
 import { invalidArgument, permissionDenied, unauthenticated } from "../errors/index.js";
@@ -190,11 +190,12 @@ export class Authorizer implements StreamAccess {
     call.values.set(grantsKey, grants);
     if (!opts.clearGrantsAfterWrites || !mayChangeGrants(service, decl)) return invoke();
     // A write may have changed grants: clear this replica's cache once it is
-    // committed (other replicas hear of it through NOTIFY).
+    // committed (other replicas hear of it through NOTIFY), unless the handler vouched that it
+    // touched no grant table.
     try {
       return await invoke();
     } finally {
-      opts.grants.invalidate();
+      if (!call.values.get(grantsUnchangedKey)) opts.grants.invalidate();
     }
   }
 

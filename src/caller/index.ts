@@ -14,6 +14,12 @@ export interface Principal {
 
 export const principalKey = createContextKey<Principal | undefined>(undefined, { description: "authenticated caller" });
 
+/**
+ * Set by an IAM write that touched none of the tables grants are read from (a child group: its row
+ * and its event): the writing replica keeps its grants cache (docs/design.md, "Tokens and access").
+ */
+export const grantsUnchangedKey = createContextKey<boolean>(false, { description: "write changed no grants" });
+
 /** The peer address of the call's connection (X-Forwarded-For is not trusted), for per-address limits. */
 export const clientAddressKey = createContextKey<string | undefined>(undefined, { description: "client address" });
 

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { GroupSchema, GroupsService, type Group } from "../../../gen/platform/iam/v2beta1/groups_pb.js";
 import { grantRole, removeBindingsWith } from "../../bindings/index.js";
-import { principalKey } from "../../caller/index.js";
+import { grantsUnchangedKey, principalKey } from "../../caller/index.js";
 import { groupContents, MAX_GROUP_DEPTH, newChildUid, newRootUid, schema, uidDepth } from "../../db/index.js";
 import { failedPrecondition, invalidArgument, required, unauthenticated } from "../../errors/index.js";
 import { defineResource, resourceService } from "../resource.js";
@@ -62,7 +62,12 @@ export const groupsService = resourceService(GroupsService, groupResource, (stor
     if (req.parent && uidDepth(req.parent) >= MAX_GROUP_DEPTH) {
       throw invalidArgument("parent", `is ${MAX_GROUP_DEPTH} groups deep, the most a group may be: no group can be created in it`);
     }
-    if (req.parent) return store.create(input, { uid: newChildUid(req.parent), parentUid: req.parent }, context);
+    if (req.parent) {
+      // A child group writes its row and its event, nothing grants are read from: the caller's
+      // cached grants stay (docs/design.md, "Tokens and access"), saving their reload.
+      context.values.set(grantsUnchangedKey, true);
+      return store.create(input, { uid: newChildUid(req.parent), parentUid: req.parent }, context);
+    }
     // A new organization: its creator becomes its owner in the same transaction.
     const creator = context.values.get(principalKey);
     if (!creator) throw unauthenticated("missing credentials");
