@@ -33,6 +33,17 @@ describe("Grants", () => {
     expect(grants.visibility("tag.list")).toEqual({ all: false, roots: [] });
     expect(new Grants([{ groupUid: null, capabilities: new Set(["tag.list"]) }]).visibility("tag.list")).toEqual({ all: true });
   });
+
+  it("works each capability's visibility out once: the same object on every call, per capability", () => {
+    const g = new Grants([
+      { groupUid: "a", capabilities: new Set(["groups.list"]) },
+      { groupUid: "c/d", capabilities: new Set(["repo.list"]) },
+    ]);
+    const first = g.visibility("groups.list");
+    expect(g.visibility("groups.list")).toBe(first);
+    expect(g.visibility("repo.list")).not.toBe(first);
+    expect(g.visibility("repo.list")).toEqual({ all: false, roots: ["c/d"] });
+  });
 });
 
 describe("Grants.visibility of a caller bound in many groups", () => {

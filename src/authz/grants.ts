@@ -77,8 +77,21 @@ export class Grants {
     return this.grants.some((g) => g.groupUid === null && g.capabilities.has(capability));
   }
 
-  /** The subtrees a List of resources needing `capability` may return. */
+  // Grants are immutable and cached per caller (grants-cache.ts): each capability's visibility
+  // is worked out once, and the List engine keys its prepared filter on the very object.
+  private readonly visibilities = new Map<string, ListVisibility>();
+
+  /** The subtrees a List of resources needing `capability` may return (the same object on every call). */
   visibility(capability: string): ListVisibility {
+    let v = this.visibilities.get(capability);
+    if (v === undefined) {
+      v = this.workOutVisibility(capability);
+      this.visibilities.set(capability, v);
+    }
+    return v;
+  }
+
+  private workOutVisibility(capability: string): ListVisibility {
     const roots: string[] = [];
     for (const g of this.grants) {
       if (!g.capabilities.has(capability)) continue;

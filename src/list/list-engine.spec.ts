@@ -10,7 +10,7 @@ import { newChildUid, newRootUid, schema, type DatabaseHandle } from "../db/inde
 import { DEFAULT_PAGE_SIZE, ListEngine, MAX_PAGE_SIZE, type ExtraFilters, type ListParams, type ListSource } from "./list-engine.js";
 import { PAGE_TOKEN_LIFETIME_MS } from "./page-token.js";
 import type { UidpFilter } from "./scope.js";
-import { INLINE_ROOTS, visibilityCondition, type ListVisibility } from "./visibility.js";
+import { INLINE_ROOTS, preparedVisibilityCondition, visibilityCondition, type ListVisibility } from "./visibility.js";
 
 // The List engine (docs/design.md, "Lists") against a real database: a copy of the migrated PGlite,
 // or a fresh PostgreSQL database when DATABASE_URL is set. Every test lists inside a scope
@@ -144,6 +144,43 @@ describe("ListEngine paging", () => {
       { size: 3, total: 7n },
       { size: 1, total: 7n },
     ]);
+  });
+
+  it("reads the first page and its exact total in one statement, and every later page in one", async () => {
+    const { root, children } = await org(7);
+    let statements = 0;
+    // Counts the statements the engine starts (each is one db.select).
+    const counted = new Proxy(handle.db, {
+      get(target, prop, receiver) {
+        if (prop === "select") statements++;
+        return Reflect.get(target, prop, receiver) as unknown;
+      },
+    });
+    const scope = uidp({ childrenOf: root });
+    const first = await engine.list(counted, groupsSource, params({ uidp: scope, pageSize: 3 }), ALL);
+    expect(statements).toBe(1);
+    expect(first.totalCount).toBe(7n);
+    expect(first.rows.map((r) => r.uid)).toEqual(children.slice(0, 3));
+    // Rows are plain rows of the table, with nothing of the count on them.
+    const [plain] = await handle.db.select().from(schema.groups).where(eq(schema.groups.uid, children[0]!));
+    expect(first.rows[0]).toStrictEqual(plain);
+    const second = await engine.list(counted, groupsSource, params({ uidp: scope, pageSize: 3, pageToken: first.nextPageToken }), ALL);
+    expect(statements).toBe(2);
+    expect(second.totalCount).toBe(7n);
+  });
+
+  it("counts exactly when no row comes back: an empty scope is 0, a skip past the end still counts the set", async () => {
+    const { root } = await org(4);
+    const empty = await list({ uidp: uidp({ childrenOf: `${root}/nothing-here` }) });
+    expect(empty.rows).toEqual([]);
+    expect(empty.totalCount).toBe(0n);
+    const past = await list({ uidp: uidp({ childrenOf: root }), skip: 10 });
+    expect(past.rows).toEqual([]);
+    expect(past.totalCount).toBe(4n);
+    expect(past.skipped).toBe(10);
+    const filtered = await list({ uidp: uidp({ childrenOf: root }), name: "c01", skip: 1 });
+    expect(filtered.rows).toEqual([]);
+    expect(filtered.totalCount).toBe(1n);
   });
 
   it("gives no next token when the last page is exactly full, and one when a row remains", async () => {
@@ -392,6 +429,20 @@ describe("ListEngine filters", () => {
       expect(await uidsOf({ uidp: uidp({ inRoot: root }) }, { all: false, roots: [] })).toEqual([]);
       // The total counts only what the caller may see.
       expect((await list({ uidp: uidp({ inRoot: root }), pageSize: 1 }, { all: false, roots: [a] })).totalCount).toBe(4n);
+    });
+
+    it("builds a caller's visibility filter once per source and reuses it, with the same answers on every call", async () => {
+      const v: ListVisibility = { all: false, roots: [a1, b] };
+      const built = preparedVisibilityCondition(groupsSource, v);
+      expect(built).toBeDefined();
+      expect(preparedVisibilityCondition(groupsSource, v)).toBe(built);
+      // Another source (another path column) gets its own.
+      expect(preparedVisibilityCondition(rolesSource, v)).not.toBe(built);
+      expect(preparedVisibilityCondition(groupsSource, { all: false, roots: [a1, b] })).not.toBe(built);
+      for (let i = 0; i < 2; i++) {
+        expect(await uidsOf({ uidp: uidp({ inRoot: root }) }, v)).toEqual(sorted(a1, a1x, b));
+        expect((await list({ uidp: uidp({ inRoot: root }), pageSize: 1 }, v)).totalCount).toBe(3n);
+      }
     });
 
     it("lists for a caller with 3,000 roots (sibling groups) in one array parameter, and sees exactly their subtrees", async () => {

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { and, asc, count, desc, eq, getTableName, gt, lt, sql, type SQL } from "drizzle-orm";
-import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
+import { and, asc, desc, eq, getTableColumns, getTableName, gt, lt, sql, type SQL } from "drizzle-orm";
+import type { PgColumn, PgTable, SelectedFields } from "drizzle-orm/pg-core";
 import type { SecretBox } from "../crypto/index.js";
 import type { Database, Executor } from "../db/index.js";
 import { columnKey, loadSealedSetting } from "../db/index.js";
@@ -8,7 +8,7 @@ import { invalidArgument, permissionDenied } from "../errors/index.js";
 import { parseOrderBy, type OrderBy } from "./order-by.js";
 import { PAGE_TOKEN_LIFETIME_MS, PageTokenCodec, fingerprint, type CursorPosition } from "./page-token.js";
 import { scopeConditions, type UidpFilter } from "./scope.js";
-import { visibilityCondition, type ListVisibility } from "./visibility.js";
+import { preparedVisibilityCondition, type ListVisibility } from "./visibility.js";
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 200;
@@ -95,7 +95,7 @@ export class ListEngine {
     if (params.name && source.name) where.push(eq(source.name, params.name));
     if (source.parentUid) {
       if (!visibility) throw permissionDenied("this list has no authorization");
-      const visible = visibilityCondition(source, visibility);
+      const visible = preparedVisibilityCondition(source, visibility);
       if (visible) where.push(visible);
     }
     // A token belongs to one list (the table is the resource, so the List method) and one query.
@@ -124,24 +124,35 @@ export class ListEngine {
     }
 
     const filter = where.length ? and(...where) : undefined;
-    if (totalCount === undefined) {
-      const [c] = await db
-        .select({ n: count() })
-        .from(source.table as PgTable)
-        .where(filter);
-      totalCount = BigInt(c?.n ?? 0);
-    }
-
     const pageWhere = position ? and(filter, afterPosition(source.uid, sortColumn, order, position)) : filter;
     const direction = order.direction === "desc" ? desc : asc;
     const orderBy = sortColumn === source.uid ? [direction(source.uid)] : [direction(sortColumn), direction(source.uid)];
-    const rows = (await db
-      .select()
-      .from(source.table as PgTable)
-      .where(pageWhere)
-      .orderBy(...orderBy)
-      .limit(pageSize + 1)
-      .offset(params.skip)) as T["$inferSelect"][];
+    const page = (fields: SelectedFields) =>
+      db
+        .select(fields)
+        .from(source.table as PgTable)
+        .where(pageWhere)
+        .orderBy(...orderBy)
+        .limit(pageSize + 1)
+        .offset(params.skip);
+
+    let rows: T["$inferSelect"][];
+    if (totalCount === undefined) {
+      // The first page and the exact count in one statement, one snapshot (docs/design.md, "Lists"):
+      // the uncorrelated subquery runs once, as an InitPlan, not per row.
+      const counted = (await page({
+        row: getTableColumns(source.table as PgTable),
+        total: sql<unknown>`(select count(*) from ${source.table} where ${filter ?? sql`true`})`,
+      })) as { row: T["$inferSelect"]; total: unknown }[];
+      rows = counted.map((r) => r.row);
+      const first = counted[0];
+      if (first) totalCount = BigInt(first.total as string);
+      // No row carries the count. At offset 0 on the first page the filter matches nothing;
+      // past the end (skip) it still has to be counted.
+      else totalCount = params.skip === 0 ? 0n : await countRows(db, source.table, filter);
+    } else {
+      rows = (await page(getTableColumns(source.table as PgTable))) as T["$inferSelect"][];
+    }
 
     let nextPageToken = "";
     if (rows.length > pageSize) {
@@ -159,6 +170,11 @@ export class ListEngine {
     }
     return { rows, nextPageToken, totalCount, skipped: params.skip };
   }
+}
+
+async function countRows(db: Executor, table: PgTable, filter: SQL | undefined): Promise<bigint> {
+  const [c] = await db.select({ n: sql<unknown>`count(*)` }).from(table).where(filter);
+  return BigInt((c?.n as string | undefined) ?? 0);
 }
 
 function normalizePageSize(size: number): number {

@@ -26,6 +26,23 @@ export interface VisibilityColumns {
  */
 export const INLINE_ROOTS = 8;
 
+// Per caller's visibility (the authorizer hands the same object to each of its calls), per source.
+const prepared = new WeakMap<ListVisibility, Map<VisibilityColumns, SQL | undefined>>();
+
+/**
+ * visibilityCondition, built once per visibility object and source: a caller with many
+ * roots does not rebuild (and re-quote) them on every page.
+ */
+export function preparedVisibilityCondition(cols: VisibilityColumns, v: ListVisibility): SQL | undefined {
+  let bySource = prepared.get(v);
+  if (bySource === undefined) {
+    bySource = new Map();
+    prepared.set(v, bySource);
+  }
+  if (!bySource.has(cols)) bySource.set(cols, visibilityCondition(cols, v));
+  return bySource.get(cols);
+}
+
 /** The condition limiting a List to what the caller may see. */
 export function visibilityCondition(cols: VisibilityColumns, v: ListVisibility): SQL | undefined {
   if (v.all) return undefined;
