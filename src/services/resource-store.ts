@@ -150,17 +150,14 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
 
   /**
    * The row an insert of `values` makes, when the columns say it all: every column not given has a
-   * constant default or none (null). Undefined otherwise.
+   * constant default (none computed by the database or a function). Undefined otherwise.
    */
   private knownRow(values: T["$inferInsert"]): T["$inferSelect"] | undefined {
     const row: Record<string, unknown> = {};
     for (const [key, column] of Object.entries(getTableColumns(this.resource.table))) {
       const given = (values as Record<string, unknown>)[key];
       if (given !== undefined) row[key] = given;
-      // Computed when written (a function, SQL, a serial or generated column): not known before.
-      else if (column.defaultFn || column.onUpdateFn || is(column.default, SQL) || column.generated || column.generatedIdentity)
-        return undefined;
-      else if (column.hasDefault && column.default === undefined) return undefined;
+      else if (column.defaultFn || column.onUpdateFn || is(column.default, SQL)) return undefined;
       // A copy: a default object is shared by every insert.
       else row[key] = column.hasDefault ? structuredClone(column.default) : null;
     }
