@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { clone, type DescMessage, type DescMethod, type JsonValue, type Message } from "@bufbuild/protobuf";
 import type { ContextValues } from "@connectrpc/connect";
-import { sql, type SQL } from "drizzle-orm";
+import { sql } from "drizzle-orm";
 import { principalKey } from "../caller/index.js";
 import { groupAndAncestors, type Executor } from "../db/index.js";
 import { declaredEventType, withoutInputOnly } from "../descriptors/index.js";
@@ -158,28 +158,10 @@ export class EventRecorder {
    * the same change (a binding made at sign-in is a `role_binding.created` like any other).
    */
   async changeBy(tx: Executor, type: string, actor: string, change: Change): Promise<void> {
-    await this.insert(tx, { type, subject: change.subject, actor, group: change.group, data: this.data(change) });
-  }
-
-  private data(change: Change): Record<string, JsonValue> {
     const data: Record<string, JsonValue> = {};
     if (change.before) data["before"] = this.json(change.schema, change.before);
     if (change.after) data["after"] = this.json(change.schema, change.after);
-    return data;
-  }
-
-  /**
-   * Makes a change and records it in ONE statement (docs/design.md, "Events"): `write` (an INSERT
-   * whose row the caller already knows) runs as the statement's first part, so the change, its event
-   * and its deliveries commit together without a transaction of their own: one round trip, not four.
-   */
-  async changeWith(db: Executor, call: ChangeCall, change: Change, write: SQL): Promise<void> {
-    const type = declaredEventType(call.method);
-    if (!type) {
-      await db.execute(write);
-      return;
-    }
-    await this.insert(db, { type, subject: change.subject, actor: actorOf(call), group: change.group, data: this.data(change) }, write);
+    await this.insert(tx, { type, subject: change.subject, actor, group: change.group, data });
   }
 
   /** Records what `call` did as the type its method declares, with `data` as given (an import's outcomes). */
@@ -198,8 +180,7 @@ export class EventRecorder {
     return this.opts.render(schema, withoutInputOnly(schema, clone(schema, message)));
   }
 
-  /** `write`, when given, is the change itself, run first in the same statement (changeWith). */
-  private async insert(tx: Executor, e: PlainEvent, write?: SQL): Promise<void> {
+  private async insert(tx: Executor, e: PlainEvent): Promise<void> {
     const time = this.opts.clock();
     const deadline = new Date(time.getTime() + this.opts.retryForMs);
     const uid = newEventUid(time);
@@ -207,7 +188,7 @@ export class EventRecorder {
       VALUES (${uid}, ${e.type}, ${this.opts.source}, ${e.subject}, ${e.actor}, ${e.group}, ${time.toISOString()}, ${JSON.stringify(e.data)}::jsonb)`;
     // A global event (no group) goes to no subscription: subscriptions live in groups.
     if (!e.group) {
-      await tx.execute(write ? sql`WITH w AS (${write}) ${event}` : event);
+      await tx.execute(event);
       return;
     }
     const groups = sql.join(
@@ -219,7 +200,7 @@ export class EventRecorder {
     // Locked FOR KEY SHARE: a subscription being deleted meanwhile is waited for and then left
     // out. Unlocked, the statement saw it, and the delivery's foreign key then failed the write.
     const written = await tx.execute(sql`
-      WITH ${write ? sql`w AS (${write}), ` : sql``}e AS (${event} RETURNING seq)
+      WITH e AS (${event} RETURNING seq)
       INSERT INTO event_deliveries (subscription_uid, event_uid, event_seq, subject, next_attempt_time, deadline)
       SELECT s.uid, ${uid}, e.seq, ${e.subject}, ${time.toISOString()}, ${deadline.toISOString()}
       FROM e, subscriptions s

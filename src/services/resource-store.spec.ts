@@ -127,30 +127,6 @@ describe("ResourceStore.create", () => {
     expect(await stored(uid)).toMatchObject({ parentUid: parent, createTime: later(1234), updateTime: later(1234), verified: false });
   });
 
-  it("on its own, with its row known, is one statement: no transaction, no read-back; answer, row and event agree", async () => {
-    const parent = await org();
-    const uid = newChildUid(parent);
-    const calls: string[] = [];
-    // The store's database, with the calls a write could make counted.
-    const counted = new Proxy(handle.db, {
-      get(target, prop, receiver) {
-        const value = Reflect.get(target, prop, receiver) as unknown;
-        if (prop === "execute" || prop === "transaction" || prop === "select") calls.push(prop);
-        return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-      },
-    });
-    const oneShot = new ResourceStore(groupMapping, { db: counted, clock, events: recorder, ...deps });
-    calls.length = 0;
-    const body = group({ name: "known", resourceLimits: { repos: 2 } });
-    const made = await atTime(later(77), () => oneShot.create(body, { uid, parentUid: parent }, creating));
-    expect(calls).toEqual(["execute"]);
-    expect(made).toEqual(await store.get(uid));
-    const [event] = await eventsAbout(uid);
-    expect(event!.data).toEqual({
-      after: expect.objectContaining({ uid, name: "known", resourceLimits: { repos: 2 }, createTime: later(77).toISOString() }),
-    });
-  });
-
   it("validates before writing anything", async () => {
     const parent = await org();
     const uid = newChildUid(parent);

@@ -1,6 +1,6 @@
 import { clone, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import type { FieldMask } from "@bufbuild/protobuf/wkt";
-import { eq, getTableColumns, getTableName, is, SQL, sql } from "drizzle-orm";
+import { eq, getTableName, sql } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
 import { columnKey, type Database, type Executor, type GroupContent, type Transaction } from "../db/index.js";
 import { alreadyExists, invalidArgument, isForeignKeyViolation, isUniqueViolation, notFound } from "../errors/index.js";
@@ -120,21 +120,6 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
     const m = this.resource;
     this.validate(message);
     const values = { ...this.toColumns(message), ...this.stamps(true), ...extra } as T["$inferInsert"];
-    // On its own, with a row known before it is written: the row and its event in one statement,
-    // no transaction, no read-back (docs/design.md, "Writes").
-    const known = tx || m.decorate ? undefined : this.knownRow(values);
-    if (known) {
-      const created = this.toMessage(known);
-      const insert = this.db.insert(m.table).values(values).getSQL();
-      const subject = String((known as Record<string, unknown>)[this.uidKey]);
-      const change = { schema: m.schema, subject, group: this.eventGroup(known), after: created };
-      try {
-        await this.events.changeWith(this.db, call, change, insert);
-      } catch (e) {
-        throw this.constraintError(e, message, values);
-      }
-      return created;
-    }
     const insert = async (tx: Transaction) => {
       const [row] = (await tx.insert(m.table).values(values).returning()) as T["$inferSelect"][];
       const created = this.toMessage(row!);
@@ -146,22 +131,6 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
     } catch (e) {
       throw this.constraintError(e, message, values);
     }
-  }
-
-  /**
-   * The row an insert of `values` makes, when the columns say it all: every column not given has a
-   * constant default (none computed by the database or a function). Undefined otherwise.
-   */
-  private knownRow(values: T["$inferInsert"]): T["$inferSelect"] | undefined {
-    const row: Record<string, unknown> = {};
-    for (const [key, column] of Object.entries(getTableColumns(this.resource.table))) {
-      const given = (values as Record<string, unknown>)[key];
-      if (given !== undefined) row[key] = given;
-      else if (column.defaultFn || column.onUpdateFn || is(column.default, SQL)) return undefined;
-      // A copy: a default object is shared by every insert.
-      else row[key] = column.hasDefault ? structuredClone(column.default) : null;
-    }
-    return row as T["$inferSelect"];
   }
 
   /**
