@@ -1,3 +1,4 @@
+import { withoutTrailingSlash } from "../http/index.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { eq } from "drizzle-orm";
 import { decodeJwt, type JWTPayload } from "jose";
@@ -141,7 +142,7 @@ export function audienceAccepted(
   // (docs/design.md, "Claim match").
   if (identity.claimAudience) return values.includes(identity.claimAudience);
   if (identity.claimAudiencePattern) return values.some((a) => matchesClaimPattern(identity.claimAudiencePattern, a));
-  const bare = loopbackSpellings(authUrl.replace(/\/+$/, ""));
+  const bare = loopbackSpellings(withoutTrailingSlash(authUrl));
   return values.some((a) => bare.includes(a) || bare.includes(a.replace(/\/$/, "")));
 }
 

@@ -1,3 +1,4 @@
+import { withoutTrailingSlash } from "../http/index.js";
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import { createContextKey, type ContextValues } from "@connectrpc/connect";
 import { Authorization_ResourceKind, Authorization_Scope, type Authorization } from "../../gen/platform/common/v1/authorization_pb.js";
@@ -83,10 +84,6 @@ function mayFoundOrganization(grants: Grants, policy: OrgCreationPolicy, founder
   if (policy !== "people" || !grants.identity.rootLevel) return false;
   const issuer = withoutTrailingSlash(grants.identity.issuer);
   return issuer !== "" && founderIssuers.some((i) => withoutTrailingSlash(i) === issuer);
-}
-
-function withoutTrailingSlash(url: string): string {
-  return url.replace(/\/+$/, "");
 }
 
 const ORG_FOUNDERS: Record<OrgCreationPolicy, string> = {

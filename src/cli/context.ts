@@ -1,3 +1,4 @@
+import { withoutTrailingSlash } from "../http/url.js";
 import type { Command } from "commander";
 import { ApiClient } from "./api-client.js";
 import { ConfigStore, configDir } from "./config-store.js";
@@ -22,7 +23,7 @@ export function normalizeApiUrl(raw: string, source: string): string {
     throw new CliError(`${source}: "${raw}" is not a URL`, EXIT.usage);
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") throw new CliError(`${source}: "${raw}" is not an http(s) URL`, EXIT.usage);
-  return raw.trim().replace(/\/+$/, "");
+  return withoutTrailingSlash(raw.trim());
 }
 
 /** What every command needs: the API it talks to, the output format and the stored credentials. */

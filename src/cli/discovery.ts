@@ -1,3 +1,4 @@
+import { withoutTrailingSlash } from "../http/url.js";
 import { fetchOrFail } from "./api-client.js";
 
 const DISCOVERY_TIMEOUT_MS = 10_000;
@@ -12,7 +13,7 @@ export async function discoverAuthUrl(api: string): Promise<string> {
   if (!res.ok) return api;
   try {
     const issuer = ((await res.json()) as { issuer?: unknown }).issuer;
-    if (typeof issuer === "string" && /^https?:\/\//.test(issuer)) return issuer.replace(/\/+$/, "");
+    if (typeof issuer === "string" && /^https?:\/\//.test(issuer)) return withoutTrailingSlash(issuer);
   } catch {
     // not JSON: fall back to the API URL
   }

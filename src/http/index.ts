@@ -5,3 +5,4 @@ export { BodyReadError, BodyTooLargeError, DEFAULT_MAX_BODY_BYTES, readBody } fr
 export { CallHeader, ClientGone, type InvokeUnary, type UnaryCall } from "./call.js";
 export { sendError, sendJson, type ErrorOptions, type ResponseSink } from "./response.js";
 export type { NodeRequest, NodeResponse, Route } from "./types.js";
+export { withoutTrailingSlash } from "./url.js";

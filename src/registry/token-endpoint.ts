@@ -1,3 +1,4 @@
+import { withoutTrailingSlash } from "../http/index.js";
 import { randomUUID } from "node:crypto";
 import type { JsonValue } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -57,7 +58,7 @@ export interface RegistryTokenDeps {
 
 /** The URL clients are sent to for a token: the registry's `auth.token.realm`. */
 export function registryTokenRealm(authUrl: string): string {
-  return `${authUrl.replace(/\/+$/, "")}${REGISTRY_TOKEN_PATH}`;
+  return `${withoutTrailingSlash(authUrl)}${REGISTRY_TOKEN_PATH}`;
 }
 
 /** One entry of the token's `access` claim (distribution's ResourceActions). */

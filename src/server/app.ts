@@ -1,3 +1,4 @@
+import { withoutTrailingSlash } from "../http/index.js";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { ConnectRouter } from "@connectrpc/connect";
@@ -580,7 +581,7 @@ function requestHandler(deps: HandlerDeps): RequestHandler {
   const cors = corsHandler({
     origins: config.corsOrigins,
     services: descriptors,
-    authPrefix: new URL(urls.authUrl).pathname.replace(/\/+$/, ""),
+    authPrefix: withoutTrailingSlash(new URL(urls.authUrl).pathname),
   });
   return (req, res) => {
     accessLog.begin(req, res);

@@ -1,3 +1,4 @@
+import { withoutTrailingSlash } from "../http/index.js";
 import { resolve } from "node:path";
 import type { OrgCreationPolicy } from "../authz/authorizer.js";
 import { isLoopbackHost } from "../auth/login/dev-provider.js";
@@ -249,7 +250,7 @@ function parseUrl(name: string, raw: string | undefined): string | undefined {
   } catch {
     throw new ConfigError(`${name} must be an http(s) URL, not "${raw}"`);
   }
-  return raw.replace(/\/+$/, "");
+  return withoutTrailingSlash(raw);
 }
 
 // The value is a secret: errors describe the format and never echo it.

@@ -1,3 +1,4 @@
+import { withoutTrailingSlash } from "../http/index.js";
 import { exchangeRoute, jwks, openidConfiguration, type SigningKeys, type TokenExchangeDeps } from "../auth/index.js";
 import type { JsonValue } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
@@ -35,7 +36,7 @@ const sendJson = (res: Res, status: number, body: object, cache = "no-store"): v
  * one of them.
  */
 export function plainRoutes(deps: PlainRouteDeps): (req: Req, res: Res) => Promise<void> | undefined {
-  const authPrefix = new URL(deps.issuer).pathname.replace(/\/+$/, "");
+  const authPrefix = withoutTrailingSlash(new URL(deps.issuer).pathname);
   const version = buildInfo();
   const routes = new Map<string, Route>([
     // The root points where to start (RFC 8631 links too): a curl of the bare address is not a 404.

@@ -1,3 +1,4 @@
+import { withoutTrailingSlash } from "../../http/index.js";
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { EventRecorder } from "../../events/index.js";
 import { timingSafeEqual } from "node:crypto";
@@ -115,7 +116,7 @@ function sameSecret(a: string, b: string): boolean {
  * get a 400 page and no redirect.
  */
 export function loginRoutes(deps: LoginDeps): Map<string, LoginRoute> {
-  const prefix = new URL(deps.authUrl).pathname.replace(/\/+$/, "");
+  const prefix = withoutTrailingSlash(new URL(deps.authUrl).pathname);
   const redirectUri = `${deps.authUrl}/oauth/callback`;
   const devPath = `${prefix}/oauth/dev`;
   const states = new LoginStates(deps.db, deps.secrets, deps.clock, deps.authUrl);

@@ -1,3 +1,4 @@
+import { withoutTrailingSlash } from "../../http/index.js";
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 import type { SecretBox } from "../../crypto/index.js";
 import { loadSealedSetting, type Database } from "../../db/index.js";
@@ -104,7 +105,7 @@ export class LoginStates {
 
   private cookie(name: string, value: string, maxAgeSeconds: number): string {
     const url = new URL(this.authUrl);
-    const path = `${url.pathname.replace(/\/+$/, "")}/oauth`;
+    const path = `${withoutTrailingSlash(url.pathname)}/oauth`;
     const secure = url.protocol === "https:" ? "; Secure" : "";
     // Lax: the upstream's redirect back is a top-level GET from another site.
     return `${name}=${value}; Path=${path}; Max-Age=${maxAgeSeconds}; HttpOnly; SameSite=Lax${secure}`;

@@ -1,3 +1,4 @@
+import { withoutTrailingSlash } from "../../http/index.js";
 import type { SignInVia } from "./sign-in-via.js";
 import type { SignedInPerson } from "./upstream.js";
 
@@ -74,8 +75,4 @@ export class PlatformAdmins {
     if (this.subjects.has(person.subject)) return true;
     return person.emailVerified && person.email !== "" && this.emails.has(person.email.toLowerCase());
   }
-}
-
-function withoutTrailingSlash(url: string): string {
-  return url.replace(/\/+$/, "");
 }
