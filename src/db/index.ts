@@ -33,3 +33,4 @@ export { columnKey, MAX_NAME_LENGTH } from "./columns.js";
 export { inPieces } from "./pieces.js";
 export { DirectoryInUseError, lockDirectory, type DirectoryLock, type LockHolder } from "./directory-lock.js";
 export { findInviteByCode, findRedeemableInvite, inviteCodeHash, markInviteRedeemed } from "./invite-codes.js";
+export { knownRow, lockedInsertPart } from "./known-insert.js";

@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { clone, type DescMessage, type DescMethod, type JsonValue, type Message } from "@bufbuild/protobuf";
 import type { ContextValues } from "@connectrpc/connect";
-import { sql } from "drizzle-orm";
+import { sql, type SQL } from "drizzle-orm";
 import { principalKey } from "../caller/index.js";
-import { groupAndAncestors, type Executor } from "../db/index.js";
+import { groupAndAncestors, queryRows, type Executor } from "../db/index.js";
 import { declaredEventType, withoutInputOnly } from "../descriptors/index.js";
 
 /** The part of a call a recorded change needs: the method (its declared type) and the caller. */
@@ -158,10 +158,32 @@ export class EventRecorder {
    * the same change (a binding made at sign-in is a `role_binding.created` like any other).
    */
   async changeBy(tx: Executor, type: string, actor: string, change: Change): Promise<void> {
+    await this.insert(tx, { type, subject: change.subject, actor, group: change.group, data: this.data(change) });
+  }
+
+  private data(change: Change): Record<string, JsonValue> {
     const data: Record<string, JsonValue> = {};
     if (change.before) data["before"] = this.json(change.schema, change.before);
     if (change.after) data["after"] = this.json(change.schema, change.after);
-    await this.insert(tx, { type, subject: change.subject, actor, group: change.group, data });
+    return data;
+  }
+
+  /**
+   * Makes a change and records it in ONE statement (docs/design.md, "Writes"): `write` is the
+   * statement's leading `WITH` parts, ending in `w`, an INSERT of a row the caller already knows
+   * (src/db/known-insert.ts). The event is made FROM `w`, so it is written, and takes its sequence
+   * number, only after the row is: a create refused (a duplicate, a missing reference) takes none.
+   * The change, its event and its deliveries commit together with no transaction of their own: one
+   * round trip, not four. Answers whether the row was written.
+   */
+  async changeWith(db: Executor, call: ChangeCall, change: Change, write: SQL): Promise<boolean> {
+    const type = declaredEventType(call.method);
+    if (!type) {
+      const [r] = await queryRows<{ written: number }>(db, sql`WITH ${write} SELECT count(*)::int AS written FROM w`);
+      return r!.written > 0;
+    }
+    const e = { type, subject: change.subject, actor: actorOf(call), group: change.group, data: this.data(change) };
+    return this.insert(db, e, write);
   }
 
   /** Records what `call` did as the type its method declares, with `data` as given (an import's outcomes). */
@@ -180,16 +202,26 @@ export class EventRecorder {
     return this.opts.render(schema, withoutInputOnly(schema, clone(schema, message)));
   }
 
-  private async insert(tx: Executor, e: PlainEvent): Promise<void> {
+  /**
+   * Writes the event and its deliveries in one statement. With `write` (changeWith) the statement
+   * starts with the change's own parts and the event reads `w`; answers whether `w` wrote its row
+   * (true without `write`).
+   */
+  private async insert(tx: Executor, e: PlainEvent, write?: SQL): Promise<boolean> {
     const time = this.opts.clock();
     const deadline = new Date(time.getTime() + this.opts.retryForMs);
     const uid = newEventUid(time);
+    const row = sql`${uid}, ${e.type}, ${this.opts.source}, ${e.subject}, ${e.actor}, ${e.group}, ${time.toISOString()}, ${JSON.stringify(e.data)}::jsonb`;
     const event = sql`INSERT INTO events (uid, type, source, subject, actor, parent_uid, time, data)
-      VALUES (${uid}, ${e.type}, ${this.opts.source}, ${e.subject}, ${e.actor}, ${e.group}, ${time.toISOString()}, ${JSON.stringify(e.data)}::jsonb)`;
+      ${write ? sql`SELECT ${row} FROM w` : sql`VALUES (${row})`}`;
     // A global event (no group) goes to no subscription: subscriptions live in groups.
     if (!e.group) {
-      await tx.execute(event);
-      return;
+      if (!write) {
+        await tx.execute(event);
+        return true;
+      }
+      const [r] = await queryRows<{ written: number }>(tx, sql`WITH ${write}, e AS (${event}) SELECT count(*)::int AS written FROM w`);
+      return r!.written > 0;
     }
     const groups = sql.join(
       groupAndAncestors(e.group).map((g) => sql`${g}`),
@@ -199,15 +231,23 @@ export class EventRecorder {
     // type); a stopped one gets nothing, not even a backlog for later.
     // Locked FOR KEY SHARE: a subscription being deleted meanwhile is waited for and then left
     // out. Unlocked, the statement saw it, and the delivery's foreign key then failed the write.
-    const written = await tx.execute(sql`
-      WITH e AS (${event} RETURNING seq)
-      INSERT INTO event_deliveries (subscription_uid, event_uid, event_seq, subject, next_attempt_time, deadline)
+    const deliveries = sql`INSERT INTO event_deliveries (subscription_uid, event_uid, event_seq, subject, next_attempt_time, deadline)
       SELECT s.uid, ${uid}, e.seq, ${e.subject}, ${time.toISOString()}, ${deadline.toISOString()}
       FROM e, subscriptions s
       WHERE s.parent_uid IN (${groups}) AND s.state = 'active'
         AND (jsonb_array_length(s.types) = 0 OR EXISTS (
           SELECT 1 FROM jsonb_array_elements_text(s.types) p WHERE starts_with(${e.type}, p)))
-      FOR KEY SHARE OF s`);
-    if (affectedRows(written) > 0) this.deliveriesWritten = true;
+      FOR KEY SHARE OF s`;
+    if (!write) {
+      if (affectedRows(await tx.execute(sql`WITH e AS (${event} RETURNING seq) ${deliveries}`)) > 0) this.deliveriesWritten = true;
+      return true;
+    }
+    const [r] = await queryRows<{ written: number; deliveries: number }>(
+      tx,
+      sql`WITH ${write}, e AS (${event} RETURNING seq), d AS (${deliveries} RETURNING 1)
+        SELECT (SELECT count(*)::int FROM w) AS written, (SELECT count(*)::int FROM d) AS deliveries`,
+    );
+    if (r!.deliveries > 0) this.deliveriesWritten = true;
+    return r!.written > 0;
   }
 }

@@ -127,6 +127,58 @@ describe("ResourceStore.create", () => {
     expect(await stored(uid)).toMatchObject({ parentUid: parent, createTime: later(1234), updateTime: later(1234), verified: false });
   });
 
+  it("on its own, with its row known, is one statement: no transaction, no read-back; answer, row and event agree", async () => {
+    const parent = await org();
+    const uid = newChildUid(parent);
+    const calls: string[] = [];
+    // The store's database, with the calls a write could make counted.
+    const counted = new Proxy(handle.db, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver) as unknown;
+        if (prop === "execute" || prop === "transaction" || prop === "select") calls.push(prop);
+        return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const oneShot = new ResourceStore(groupMapping, { db: counted, clock, events: recorder, ...deps });
+    calls.length = 0;
+    const body = group({ name: "known", resourceLimits: { repos: 2 } });
+    const made = await atTime(later(77), () => oneShot.create(body, { uid, parentUid: parent }, creating));
+    expect(calls).toEqual(["execute"]);
+    expect(made).toEqual(await store.get(uid));
+    const [event] = await eventsAbout(uid);
+    expect(event!.data).toEqual({
+      after: expect.objectContaining({ uid, name: "known", resourceLimits: { repos: 2 }, createTime: later(77).toISOString() }),
+    });
+  });
+
+  it("answers a map in the order a Get reads it back (jsonb's: shorter keys first)", async () => {
+    const parent = await org();
+    const uid = newChildUid(parent);
+    const made = await store.create(
+      group({ name: "ordered", resourceLimits: { groups: 3, repos: 2, b: 1 } }),
+      { uid, parentUid: parent },
+      creating,
+    );
+    const read = await store.get(uid);
+    expect(Object.keys(read.resourceLimits)).toEqual(["b", "repos", "groups"]);
+    expect(Object.keys(made.resourceLimits)).toEqual(Object.keys(read.resourceLimits));
+  });
+
+  it("takes no event sequence number when refused (duplicate, missing parent): watchers see no gap", async () => {
+    const parent = await org();
+    const first = newChildUid(parent);
+    await store.create(group({ name: "seq-a" }), { uid: first, parentUid: parent }, creating);
+    await refusal(store.create(group({ name: "seq-a" }), { uid: newChildUid(parent), parentUid: parent }, creating));
+    const missing = newRootUid();
+    await refusal(store.create(group({ name: "seq-b" }), { uid: newChildUid(missing), parentUid: missing }, creating));
+    const second = newChildUid(parent);
+    await store.create(group({ name: "seq-c" }), { uid: second, parentUid: parent }, creating);
+    const [a] = await eventsAbout(first);
+    const [c] = await eventsAbout(second);
+    expect(c!.seq).toBe(a!.seq + 1);
+    expect(await stored(second)).toMatchObject({ name: "seq-c" });
+  });
+
   it("validates before writing anything", async () => {
     const parent = await org();
     const uid = newChildUid(parent);

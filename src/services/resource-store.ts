@@ -2,7 +2,7 @@ import { clone, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import type { FieldMask } from "@bufbuild/protobuf/wkt";
 import { eq, getTableName, sql } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
-import { columnKey, type Database, type Executor, type GroupContent, type Transaction } from "../db/index.js";
+import { columnKey, knownRow, lockedInsertPart, type Database, type Executor, type GroupContent, type Transaction } from "../db/index.js";
 import { alreadyExists, invalidArgument, isForeignKeyViolation, isUniqueViolation, notFound } from "../errors/index.js";
 import { declaredEventType } from "../descriptors/index.js";
 import type { ChangeCall, EventRecorder } from "../events/index.js";
@@ -120,6 +120,21 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
     const m = this.resource;
     this.validate(message);
     const values = { ...this.toColumns(message), ...this.stamps(true), ...extra } as T["$inferInsert"];
+    // On its own, with a row known before it is written: the row and its event in one statement,
+    // no transaction, no read-back (docs/design.md, "Writes"). A reference found missing there
+    // writes nothing, and the ordinary path below reports it (or, should it have appeared meanwhile,
+    // makes the row).
+    const known = tx || m.decorate ? undefined : knownRow(m.table, values as Record<string, unknown>);
+    if (known) {
+      const created = this.toMessage(known as T["$inferSelect"]);
+      const subject = String(known[this.uidKey]);
+      const change = { schema: m.schema, subject, group: this.eventGroup(known as T["$inferSelect"]), after: created };
+      try {
+        if (await this.events.changeWith(this.db, call, change, lockedInsertPart(m.table, known, this.uid))) return created;
+      } catch (e) {
+        throw this.constraintError(e, message, values);
+      }
+    }
     const insert = async (tx: Transaction) => {
       const [row] = (await tx.insert(m.table).values(values).returning()) as T["$inferSelect"][];
       const created = this.toMessage(row!);
