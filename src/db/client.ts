@@ -11,6 +11,7 @@ import postgres from "postgres";
 import { syncBuiltInRoles, type BuiltInRolesSync } from "./built-in-roles.js";
 import { lockDirectory, type LockHolder } from "./directory-lock.js";
 import { PgliteThread } from "./pglite-thread.js";
+import { preparingPostgres, StatementAdmission } from "./prepared-statements.js";
 import { observedPglite, observedPostgres, type QueryObserver } from "./query-observer.js";
 import * as schema from "./schema.js";
 
@@ -86,7 +87,10 @@ export async function openDatabase(opts: DatabaseOptions): Promise<DatabaseHandl
   if (opts.databaseUrl) {
     const builtInRoles = await migratePostgresLocked(opts.databaseUrl);
     const client = postgres(opts.databaseUrl, { max: POSTGRES_POOL_SIZE, backoff: reconnectDelaySeconds, onnotice: () => {} });
-    const db = drizzlePostgres(opts.observeQuery ? observedPostgres(client, opts.observeQuery) : client, { schema }) as unknown as Database;
+    const preparing = preparingPostgres(client, new StatementAdmission());
+    const db = drizzlePostgres(opts.observeQuery ? observedPostgres(preparing, opts.observeQuery) : preparing, {
+      schema,
+    }) as unknown as Database;
     return {
       db,
       kind: "postgres",

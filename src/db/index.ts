@@ -34,3 +34,4 @@ export { inPieces } from "./pieces.js";
 export { DirectoryInUseError, lockDirectory, type DirectoryLock, type LockHolder } from "./directory-lock.js";
 export { findInviteByCode, findRedeemableInvite, inviteCodeHash, markInviteRedeemed } from "./invite-codes.js";
 export { knownRow, lockedInsertPart } from "./known-insert.js";
+export { runCompiled, type CompiledStatement } from "./compiled.js";

@@ -3,7 +3,7 @@ import { clone, type DescMessage, type DescMethod, type JsonValue, type Message 
 import type { ContextValues } from "@connectrpc/connect";
 import { sql, type SQL } from "drizzle-orm";
 import { principalKey } from "../caller/index.js";
-import { groupAndAncestors, queryRows, type Executor } from "../db/index.js";
+import { groupAndAncestors, runCompiled, type CompiledStatement, type Executor } from "../db/index.js";
 import { declaredEventType, withoutInputOnly } from "../descriptors/index.js";
 
 /** The part of a call a recorded change needs: the method (its declared type) and the caller. */
@@ -174,16 +174,59 @@ export class EventRecorder {
    * (src/db/known-insert.ts). The event is made FROM `w`, so it is written, and takes its sequence
    * number, only after the row is: a create refused (a duplicate, a missing reference) takes none.
    * The change, its event and its deliveries commit together with no transaction of their own: one
-   * round trip, not four. Answers whether the row was written.
+   * round trip, not four. The statement is compiled once per shape (src/db/compiled.ts). Answers
+   * whether the row was written.
    */
-  async changeWith(db: Executor, call: ChangeCall, change: Change, write: SQL): Promise<boolean> {
+  async changeWith(db: Executor, call: ChangeCall, change: Change, write: CompiledStatement): Promise<boolean> {
     const type = declaredEventType(call.method);
     if (!type) {
-      const [r] = await queryRows<{ written: number }>(db, sql`WITH ${write} SELECT count(*)::int AS written FROM w`);
+      const [r] = await runCompiled<{ written: number }>(db, {
+        key: `${write.key} alone`,
+        build: () => sql`WITH ${write.build()} SELECT count(*)::int AS written FROM w`,
+        values: write.values,
+      });
       return r!.written > 0;
     }
-    const e = { type, subject: change.subject, actor: actorOf(call), group: change.group, data: this.data(change) };
-    return this.insert(db, e, write);
+    const time = this.opts.clock();
+    const ancestors = change.group ? groupAndAncestors(change.group) : [];
+    const values: Record<string, unknown> = {
+      ...write.values,
+      e_uid: newEventUid(time),
+      e_type: type,
+      e_source: this.opts.source,
+      e_subject: change.subject,
+      e_actor: actorOf(call),
+      e_group: change.group,
+      e_time: time.toISOString(),
+      e_data: JSON.stringify(this.data(change)),
+      e_deadline: new Date(time.getTime() + this.opts.retryForMs).toISOString(),
+    };
+    ancestors.forEach((g, i) => (values[`g${i}`] = g));
+    const p = (name: string) => sql.placeholder(name);
+    const event = sql`INSERT INTO events (uid, type, source, subject, actor, parent_uid, time, data)
+      SELECT ${p("e_uid")}, ${p("e_type")}, ${p("e_source")}, ${p("e_subject")}, ${p("e_actor")}, ${p("e_group")}, ${p("e_time")}, ${p("e_data")}::jsonb FROM w`;
+    if (!change.group) {
+      const [r] = await runCompiled<{ written: number }>(db, {
+        key: `${write.key} with a global event`,
+        build: () => sql`WITH ${write.build()}, e AS (${event}) SELECT count(*)::int AS written FROM w`,
+        values,
+      });
+      return r!.written > 0;
+    }
+    const groups = sql.join(
+      ancestors.map((_, i) => p(`g${i}`)),
+      sql`, `,
+    );
+    const [r] = await runCompiled<{ written: number; deliveries: number }>(db, {
+      // The shape: the insert's, and how many groups the event's deliveries may come from.
+      key: `${write.key} with an event in ${ancestors.length} groups`,
+      build: () => sql`WITH ${write.build()}, e AS (${event} RETURNING seq),
+        d AS (${this.deliveries(p("e_uid"), p("e_subject"), p("e_type"), p("e_time"), p("e_deadline"), groups)} RETURNING 1)
+        SELECT (SELECT count(*)::int FROM w) AS written, (SELECT count(*)::int FROM d) AS deliveries`,
+      values,
+    });
+    if (r!.deliveries > 0) this.deliveriesWritten = true;
+    return r!.written > 0;
   }
 
   /** Records what `call` did as the type its method declares, with `data` as given (an import's outcomes). */
@@ -202,52 +245,39 @@ export class EventRecorder {
     return this.opts.render(schema, withoutInputOnly(schema, clone(schema, message)));
   }
 
-  /**
-   * Writes the event and its deliveries in one statement. With `write` (changeWith) the statement
-   * starts with the change's own parts and the event reads `w`; answers whether `w` wrote its row
-   * (true without `write`).
-   */
-  private async insert(tx: Executor, e: PlainEvent, write?: SQL): Promise<boolean> {
+  private async insert(tx: Executor, e: PlainEvent): Promise<void> {
     const time = this.opts.clock();
     const deadline = new Date(time.getTime() + this.opts.retryForMs);
     const uid = newEventUid(time);
-    const row = sql`${uid}, ${e.type}, ${this.opts.source}, ${e.subject}, ${e.actor}, ${e.group}, ${time.toISOString()}, ${JSON.stringify(e.data)}::jsonb`;
     const event = sql`INSERT INTO events (uid, type, source, subject, actor, parent_uid, time, data)
-      ${write ? sql`SELECT ${row} FROM w` : sql`VALUES (${row})`}`;
+      VALUES (${uid}, ${e.type}, ${this.opts.source}, ${e.subject}, ${e.actor}, ${e.group}, ${time.toISOString()}, ${JSON.stringify(e.data)}::jsonb)`;
     // A global event (no group) goes to no subscription: subscriptions live in groups.
     if (!e.group) {
-      if (!write) {
-        await tx.execute(event);
-        return true;
-      }
-      const [r] = await queryRows<{ written: number }>(tx, sql`WITH ${write}, e AS (${event}) SELECT count(*)::int AS written FROM w`);
-      return r!.written > 0;
+      await tx.execute(event);
+      return;
     }
     const groups = sql.join(
       groupAndAncestors(e.group).map((g) => sql`${g}`),
       sql`, `,
     );
-    // Active subscriptions at the event's group or above, whose type prefixes match (none: every
-    // type); a stopped one gets nothing, not even a backlog for later.
-    // Locked FOR KEY SHARE: a subscription being deleted meanwhile is waited for and then left
-    // out. Unlocked, the statement saw it, and the delivery's foreign key then failed the write.
-    const deliveries = sql`INSERT INTO event_deliveries (subscription_uid, event_uid, event_seq, subject, next_attempt_time, deadline)
-      SELECT s.uid, ${uid}, e.seq, ${e.subject}, ${time.toISOString()}, ${deadline.toISOString()}
+    const deliveries = this.deliveries(uid, e.subject, e.type, time.toISOString(), deadline.toISOString(), groups);
+    if (affectedRows(await tx.execute(sql`WITH e AS (${event} RETURNING seq) ${deliveries}`)) > 0) this.deliveriesWritten = true;
+  }
+
+  /**
+   * The deliveries of the event in `e` (a `WITH` part returning its `seq`): one per active
+   * subscription at the event's group or above (`groups`) whose type prefixes match (none: every
+   * type); a stopped one gets nothing, not even a backlog for later. Values are given or placeholders.
+   * Locked FOR KEY SHARE: a subscription being deleted meanwhile is waited for and then left
+   * out. Unlocked, the statement saw it, and the delivery's foreign key then failed the write.
+   */
+  private deliveries(uid: unknown, subject: unknown, type: unknown, time: unknown, deadline: unknown, groups: SQL): SQL {
+    return sql`INSERT INTO event_deliveries (subscription_uid, event_uid, event_seq, subject, next_attempt_time, deadline)
+      SELECT s.uid, ${uid}, e.seq, ${subject}, ${time}, ${deadline}
       FROM e, subscriptions s
       WHERE s.parent_uid IN (${groups}) AND s.state = 'active'
         AND (jsonb_array_length(s.types) = 0 OR EXISTS (
-          SELECT 1 FROM jsonb_array_elements_text(s.types) p WHERE starts_with(${e.type}, p)))
+          SELECT 1 FROM jsonb_array_elements_text(s.types) p WHERE starts_with(${type}, p)))
       FOR KEY SHARE OF s`;
-    if (!write) {
-      if (affectedRows(await tx.execute(sql`WITH e AS (${event} RETURNING seq) ${deliveries}`)) > 0) this.deliveriesWritten = true;
-      return true;
-    }
-    const [r] = await queryRows<{ written: number; deliveries: number }>(
-      tx,
-      sql`WITH ${write}, e AS (${event} RETURNING seq), d AS (${deliveries} RETURNING 1)
-        SELECT (SELECT count(*)::int FROM w) AS written, (SELECT count(*)::int FROM d) AS deliveries`,
-    );
-    if (r!.deliveries > 0) this.deliveriesWritten = true;
-    return r!.written > 0;
   }
 }

@@ -131,19 +131,24 @@ describe("ResourceStore.create", () => {
     const parent = await org();
     const uid = newChildUid(parent);
     const calls: string[] = [];
-    // The store's database, with the calls a write could make counted.
-    const counted = new Proxy(handle.db, {
-      get(target, prop, receiver) {
-        const value = Reflect.get(target, prop, receiver) as unknown;
-        if (prop === "execute" || prop === "transaction" || prop === "select") calls.push(prop);
-        return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-      },
-    });
+    // The store's database, with the calls a write could make counted, down to the statements
+    // its session prepares (a compiled statement goes there directly).
+    const countCalls = <O extends object>(of: O, names: string[], replaced: Record<string, unknown> = {}): O =>
+      new Proxy(of, {
+        get(target, prop, receiver) {
+          if (typeof prop === "string" && prop in replaced) return replaced[prop];
+          const value = Reflect.get(target, prop, receiver) as unknown;
+          if (names.includes(String(prop))) calls.push(String(prop));
+          return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+        },
+      });
+    const session = countCalls(handle.db._.session, ["prepareQuery", "transaction"]);
+    const counted = countCalls(handle.db, ["execute", "transaction", "select", "insert"], { _: { ...handle.db._, session } });
     const oneShot = new ResourceStore(groupMapping, { db: counted, clock, events: recorder, ...deps });
     calls.length = 0;
     const body = group({ name: "known", resourceLimits: { repos: 2 } });
     const made = await atTime(later(77), () => oneShot.create(body, { uid, parentUid: parent }, creating));
-    expect(calls).toEqual(["execute"]);
+    expect(calls).toEqual(["prepareQuery"]);
     expect(made).toEqual(await store.get(uid));
     const [event] = await eventsAbout(uid);
     expect(event!.data).toEqual({

@@ -1,0 +1,72 @@
+import type { Sql } from "postgres";
+
+/**
+ * Which statement texts postgres.js may keep prepared on its connections (docs/design.md,
+ * "Storage"). Drizzle sends every query it was not asked to `.prepare()` as an unnamed statement,
+ * and postgres.js sends an unnamed statement with parameters in two round trips (Parse and
+ * Describe, then, once the parameter types are back, Bind and Execute); a prepared one is
+ * described once per connection and then costs one. But a prepared statement lives on the
+ * server until its connection closes, and some texts are as many as the requests that shape them
+ * (a List filter, an IN list's length), so admission is bounded: a text is admitted the second
+ * time it is seen (once is not a pattern), while fewer than `limit` are; the rest go on as before.
+ */
+export class StatementAdmission {
+  private readonly admitted = new Set<string>();
+  private seenOnce = new Set<string>();
+
+  constructor(
+    readonly limit = 256,
+    private readonly seenLimit = 4_096,
+  ) {}
+
+  /** Whether `text` may be prepared: already admitted, or seen before and there is room. */
+  admit(text: string): boolean {
+    if (this.admitted.has(text)) return true;
+    if (this.admitted.size >= this.limit) return false;
+    if (this.seenOnce.delete(text)) {
+      this.admitted.add(text);
+      return true;
+    }
+    // Forgotten wholesale when full: a text seen once long ago is not worth remembering.
+    if (this.seenOnce.size >= this.seenLimit) this.seenOnce = new Set();
+    this.seenOnce.add(text);
+    return false;
+  }
+
+  get size(): number {
+    return this.admitted.size;
+  }
+}
+
+/**
+ * postgres.js whose `unsafe` queries (what Drizzle sends), in transactions too, are prepared when
+ * `admission` admits their text. A query Drizzle already prepares passes as it is.
+ */
+export function preparingPostgres<T extends Sql>(sql: T, admission: StatementAdmission): T {
+  let unsafe: { of: unknown; wrapper: (...args: unknown[]) => unknown } | undefined;
+  return new Proxy(sql, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      if (typeof value !== "function") return value;
+      if (prop === "unsafe") {
+        if (unsafe?.of === value) return unsafe.wrapper;
+        const wrapper = (...args: unknown[]) => {
+          const [query, params, options] = args as [string, unknown[] | undefined, { prepare?: boolean } | undefined];
+          const prepare = options?.prepare === false && admission.admit(query) ? { ...options, prepare: true } : options;
+          return (value as (...a: unknown[]) => unknown).call(target, query, params, prepare);
+        };
+        unsafe = { of: value, wrapper };
+        return wrapper;
+      }
+      if (prop === "begin" || prop === "savepoint") {
+        // The callback, always last, gets the transaction's own sql: preparing too.
+        return (...args: unknown[]) => {
+          const fn = args[args.length - 1] as (tx: Sql) => unknown;
+          args[args.length - 1] = (tx: Sql) => fn(preparingPostgres(tx, admission));
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      }
+      return value;
+    },
+  });
+}
