@@ -1,18 +1,18 @@
-import { randomBytes } from "node:crypto";
+import { randomHex } from "../crypto/index.js";
 
 /** A root group uid: 20 random bytes as 40 hex characters. */
 export function newRootUid(): string {
-  return randomBytes(20).toString("hex");
+  return randomHex(20);
 }
 
 /** A uid inside `parent`: `<parent>/<16 hex>` (8 random bytes). */
 export function newChildUid(parent: string): string {
-  return `${parent}/${randomBytes(8).toString("hex")}`;
+  return `${parent}/${randomHex(8)}`;
 }
 
 /** A root role binding's uid: 16 hex (8 random bytes), one segment like a root-level identity's. */
 export function newRootBindingUid(): string {
-  return randomBytes(8).toString("hex");
+  return randomHex(8);
 }
 
 /**

@@ -1,8 +1,8 @@
-import { randomBytes } from "node:crypto";
 import { clone, type DescMessage, type DescMethod, type JsonValue, type Message } from "@bufbuild/protobuf";
 import type { ContextValues } from "@connectrpc/connect";
 import { sql, type SQL } from "drizzle-orm";
 import { principalKey } from "../caller/index.js";
+import { randomUint64 } from "../crypto/index.js";
 import { groupAndAncestors, runCompiled, type CompiledStatement, type Executor } from "../db/index.js";
 import { declaredEventType, withoutInputOnly } from "../descriptors/index.js";
 
@@ -65,12 +65,12 @@ const RANDOM_LIMIT = 1n << 64n;
 export function newEventUid(time: Date): string {
   let ms = time.getTime();
   let random: bigint;
-  if (ms > lastId.ms) random = randomBytes(8).readBigUInt64BE();
+  if (ms > lastId.ms) random = randomUint64();
   else {
     ms = lastId.ms;
     random = lastId.random + 1n;
     // Out of room in this millisecond (after 2^64 ids, or a random start near the top): the next one.
-    if (random >= RANDOM_LIMIT) [ms, random] = [ms + 1, randomBytes(8).readBigUInt64BE() >> 1n];
+    if (random >= RANDOM_LIMIT) [ms, random] = [ms + 1, randomUint64() >> 1n];
   }
   lastId = { ms, random };
   return ms.toString(16).padStart(12, "0") + random.toString(16).padStart(16, "0");
