@@ -43,6 +43,7 @@ const CREATE_CLIENTS = 16;
 const CHILDREN = 10_000;
 const CPU_PROF = process.env["BENCH_CPU_PROF"] === "1";
 const RSS_TARGET_MIB = 250;
+const CREATE_CPU_TARGET_US = 700;
 const ONLY = process.env["BENCH_ONLY"] ?? "";
 if (ONLY !== "" && ONLY !== "curves") throw new Error(`BENCH_ONLY is "curves" or unset, not "${ONLY}"`);
 const CURVES = ONLY === "curves" || process.env["BENCH_CURVES"] !== "0";
@@ -484,14 +485,26 @@ function checks(pg: PostgresResults): Check[] {
     const detail = `${f?.p99.toFixed(1)}/${f?.p50.toFixed(1)} ms; ${reference} ${(ref.p99 / ref.p50).toFixed(2)}×`;
     return { name: `${name} p99 / p50`, value: Number.isFinite(x) ? `${x.toFixed(2)}× (${detail})` : "–", target: "≤ 3×", pass: x <= 3 };
   };
+  const createCpu = s.create?.cpuUsPerRequest ?? NaN;
+  // Issue 31's targets: reads, lists and writes against their hand-written floors.
   return [
-    r("REST GetGroup / floor GetGroup", ratio(s.rest, pg.floorGet), 0.6),
+    r("REST GetGroup / floor GetGroup", ratio(s.rest, pg.floorGet), 0.8),
+    r("gRPC GetGroup / REST GetGroup", ratio(s.grpc, s.rest), 0.7),
     r("gRPC GetGroup / bare Connect gRPC", ratio(s.grpc, pg.bareGrpc), 0.8),
     r("Connect GetGroup / bare Connect JSON", ratio(s.connect, pg.bareConnect), 0.8),
-    r("ListGroups / floor list", ratio(s.list, pg.floorList), 0.5),
+    r("ListGroups / floor list", ratio(s.list, pg.floorList), 0.8),
+    r("Creates/s service / floor INSERT + event", ratio(s.create, pg.floorCreateEvent), 0.7),
+    {
+      name: "CreateGroup server CPU per request",
+      value: Number.isFinite(createCpu) ? `${createCpu.toFixed(0)} µs` : "–",
+      target: `≤ ${CREATE_CPU_TARGET_US} µs`,
+      pass: Number.isFinite(createCpu) ? createCpu <= CREATE_CPU_TARGET_US : undefined,
+    },
     tail("REST GetGroup", s.rest, "floor", pg.floorGet),
     tail("Connect GetGroup", s.connect, "bare", pg.bareConnect),
     tail("gRPC GetGroup", s.grpc, "bare", pg.bareGrpc),
+    tail("ListGroups", s.list, "floor", pg.floorList),
+    tail("CreateGroup", s.create, "floor INSERT + event", pg.floorCreateEvent),
     {
       name: "Server RSS peak under load (VmHWM)",
       value: `${s.hwmMiB?.toFixed(0) ?? "?"} MiB (VmRSS max ${s.rssMaxMiB?.toFixed(0) ?? "?"})`,
@@ -500,7 +513,6 @@ function checks(pg: PostgresResults): Check[] {
     },
     r("Creates/s service / floor INSERT", ratio(s.create, pg.floorCreate), undefined),
     r("Creates/s floor INSERT + event / floor INSERT (the outbox's cost)", ratio(pg.floorCreateEvent, pg.floorCreate), undefined),
-    r("Creates/s service / floor INSERT + event", ratio(s.create, pg.floorCreateEvent), undefined),
   ];
 }
 
