@@ -2,7 +2,11 @@
 // totalCount) and CreateGroup (REST, unique names) at 10k, 100k and 1M rows on PostgreSQL,
 // where "rows" are the children of the one organization the list reads (what totalCount
 // counts and what a create's sibling-name check searches), each with the "created" event a
-// create through the API leaves in the events table. Both should be flat in the row count.
+// create through the API leaves in the events table. Creates should be flat in the row count.
+// The list's exact totalCount is a count(*) over every match, which grows with the rows in any
+// implementation (docs/design.md, "Lists"), so each point also measures the floor's list
+// (bench/floor-server.ts, same database and concurrency): the service's share of the floor's
+// pace is what should stay flat.
 //
 // One database grows between the points by bulk SQL (generate_series, each batch sorted by uid
 // so every index is filled in order; 1M rows take about a minute on a busy 2-core machine), then
@@ -44,6 +48,9 @@ export interface CurveService {
   dbUrl: string;
   /** An organization the admin owns, with no children yet. */
   org: string;
+  /** The floor server (bench/floor-server.ts) on the same database: its list at each point. */
+  floorBase: string;
+  floorPid: number;
 }
 
 export interface CurveLoad {
@@ -61,6 +68,8 @@ export interface CurvePoint {
   /** Time to grow to this point: inserts, VACUUM ANALYZE, CHECKPOINT. */
   seedMs: number;
   list: Figures;
+  /** The floor's list (page 50 + count(*)) at the same point and concurrency. */
+  floorList: Figures;
   create: Figures;
 }
 
@@ -182,12 +191,21 @@ export async function measureCostCurves(svc: CurveService, load: CurveLoad): Pro
       }
       load.log(describe(`  ListGroups page 50 + totalCount @ ${short(rows)}`, list, `${listSpec.connections} conns`));
       await drain(sql);
+      // The floor pays the same exact count: what grows in both is the database's count(*).
+      const floorSpec = { ...listSpec, url: `${svc.floorBase}/list?parent=${svc.org}`, headers: {}, serverPid: svc.floorPid };
+      let floorList = await httpLoad(floorSpec);
+      if (floorList.requests < MIN_ANSWERS) {
+        await drain(sql);
+        floorList = await httpLoad({ ...floorSpec, seconds: 5 * load.seconds, warmupSeconds: 0 });
+      }
+      load.log(describe(`  floor list @ ${short(rows)}`, floorList, `${listSpec.connections} conns`));
+      await drain(sql);
       // The plans while the table is as the list saw it (the creates add to it).
       if (rows === CURVE_POINTS[CURVE_POINTS.length - 1]) plans.push(...(await explain(sql, svc.org)));
       const create = await httpLoad(createSpec);
       load.log(describe(`  CreateGroup under the org @ ${short(rows)}`, create, `${load.createClients} clients`));
       await drain(sql);
-      points.push({ rows, events, seedMs, list, create });
+      points.push({ rows, events, seedMs, list, floorList, create });
     }
   } finally {
     await sql.end({ timeout: 5 });
@@ -234,10 +252,13 @@ export function flatness(curve: CostCurve, pick: (p: CurvePoint) => Figures): { 
 export function curveSummary(curve: CostCurve): string {
   const cells = (f: Figures) => [rate(f.rps), ms(f.p50), ms(f.p99), f.cpuUsPerRequest === undefined ? "–" : rate(f.cpuUsPerRequest)];
   const out = [
-    "| Cost curve (PostgreSQL): children of the org | List req/s | p50 ms | p99 ms | CPU µs/req | Create req/s | p50 ms | p99 ms | CPU µs/req |",
-    "|---|--:|--:|--:|--:|--:|--:|--:|--:|",
+    "| Cost curve (PostgreSQL): children of the org | List req/s | p50 ms | p99 ms | CPU µs/req | Floor list req/s | List / floor | Create req/s | p50 ms | p99 ms | CPU µs/req |",
+    "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
   ];
-  for (const p of curve.points) out.push(`| ${p.rows.toLocaleString("en")} | ${[...cells(p.list), ...cells(p.create)].join(" | ")} |`);
+  for (const p of curve.points) {
+    const row = [...cells(p.list), rate(p.floorList.rps), times(p.list.rps, p.floorList.rps), ...cells(p.create)];
+    out.push(`| ${p.rows.toLocaleString("en")} | ${row.join(" | ")} |`);
+  }
   const first = curve.points[0];
   const last = curve.points[curve.points.length - 1];
   if (!first || !last) return out.join("\n");
@@ -248,7 +269,7 @@ export function curveSummary(curve: CostCurve): string {
     times(a.cpuUsPerRequest ?? NaN, b.cpuUsPerRequest ?? NaN),
   ];
   out.push(
-    `| ${short(last.rows)} / ${short(first.rows)} | ${[...ratios(last.list, first.list), ...ratios(last.create, first.create)].join(" | ")} |`,
+    `| ${short(last.rows)} / ${short(first.rows)} | ${[...ratios(last.list, first.list), times(last.floorList.rps, first.floorList.rps), "", ...ratios(last.create, first.create)].join(" | ")} |`,
   );
   out.push("");
   for (const [name, pick] of [
@@ -260,6 +281,12 @@ export function curveSummary(curve: CostCurve): string {
       `- ${name}, req/s at ${short(last.rows)} / at ${short(first.rows)}: ${times(f.ratio, 1)} → ${f.flat ? "flat" : "NOT flat"} (flat: ≥ ${FLAT_MIN_RATIO.toFixed(2)}×, within 1.5×)`,
     );
   }
+  // What the service adds to the database's work: flat when its share of the floor's pace is.
+  const share = (p: CurvePoint) => p.list.rps / p.floorList.rps;
+  const shareRatio = share(last) / share(first);
+  out.push(
+    `- ListGroups / floor list at ${short(last.rows)} / at ${short(first.rows)}: ${times(shareRatio, 1)} → ${shareRatio >= FLAT_MIN_RATIO ? "flat" : "NOT flat"}: the service's own cost ${shareRatio >= FLAT_MIN_RATIO ? "does not grow" : "grows"} with the rows beyond the exact count(*) the floor pays too`,
+  );
   const seed = curve.points.reduce((s, p) => s + p.seedMs, 0);
   out.push(
     `- The curves took ${(curve.ms / 1000).toFixed(0)} s, ${(seed / 1000).toFixed(0)} s of it growing the database (inserts, VACUUM ANALYZE, CHECKPOINT); ${last.events.toLocaleString("en")} events at ${short(last.rows)}; 1-min load average ${curve.load[0].toFixed(2)} before, ${curve.load[1].toFixed(2)} after. Server CPU excludes PostgreSQL's, and includes the service's idle CPU, ${curve.idleCpuMsPerS.toFixed(1)} ms/s (${rate((curve.idleCpuMsPerS * 1000) / Math.max(last.list.rps, 1e-9))} µs of each list request's at ${short(last.rows)}).`,

@@ -463,7 +463,26 @@ async function curvesPart(work: string, profileRoot: string | undefined): Promis
     createClients: CREATE_CLIENTS,
     log,
   };
-  const curve = await measureCostCurves({ base: svc.base, headers: svc.headers, pid: svc.pid, dbUrl: db.url, org: org.uid }, load);
+  const floor = await startNode({
+    name: "floor/curves",
+    args: ["--import", "tsx", "bench/floor-server.ts"],
+    env: { DATABASE_URL: db.url },
+    ready: /"port":(\d+)/,
+  });
+  cleanups.push(() => stopProcess(floor.child));
+  const curve = await measureCostCurves(
+    {
+      base: svc.base,
+      headers: svc.headers,
+      pid: svc.pid,
+      dbUrl: db.url,
+      org: org.uid,
+      floorBase: `http://127.0.0.1:${floor.match[1]}`,
+      floorPid: floor.child.pid!,
+    },
+    load,
+  );
+  await stopProcess(floor.child);
   log(`\n  The list's statements at ${CURVE_POINTS[CURVE_POINTS.length - 1]!.toLocaleString("en")} children, EXPLAIN (ANALYZE, BUFFERS):`);
   for (const line of curve.plans) log(`  ${line}`);
   await stopService(svc, "service, cost curves");
