@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { GroupSchema, ListGroupsResponseSchema } from "../../gen/platform/iam/v2beta1/groups_pb.js";
 import { ThingSchema } from "../../gen/resttest/v1/kitchen_sink_pb.js";
 import { API_SERVICES } from "../services/index.js";
-import { BAIL, CompiledWriters } from "./json-compiled.js";
+import { BAIL, CompiledWriters, isoMillis } from "./json-compiled.js";
 import { JsonRenderer } from "./json-render.js";
 
 // The compiled writers must render byte for byte what the general path (protojson, then the
@@ -69,6 +69,17 @@ describe("compiled JSON writers", () => {
     expect(JSON.parse(expectSame(GroupSchema, create(GroupSchema, { updateTime: timestampFromDate(now) }))).updateTime).toBe(
       now.toISOString(),
     );
+  });
+
+  it("format an instant as toISOString does, over the whole range of years 1 to 9999", () => {
+    const min = Date.parse("0001-01-01T00:00:00.000Z");
+    const max = Date.parse("9999-12-31T23:59:59.999Z");
+    const instants = [min, max, 0, -1, 1, 999, -999, Date.parse("2000-02-29T23:59:59.999Z"), Date.parse("1900-03-01T00:00:00Z")];
+    instants.push(Date.parse("2100-02-28T12:00:00.010Z"), Date.parse("1600-02-29T00:00:00.100Z"), Date.parse("0004-02-29T00:00:00Z"));
+    // Every day boundary of four centuries around 1970 (leap years, century years), and random instants.
+    for (let day = -73_000; day <= 73_000; day += 1) instants.push(day * 86_400_000, day * 86_400_000 - 1);
+    for (let i = 0; i < 100_000; i++) instants.push(Math.floor(min + Math.random() * (max - min)));
+    for (const ms of instants) if (isoMillis(ms) !== new Date(ms).toISOString()) expect(isoMillis(ms)).toBe(new Date(ms).toISOString());
   });
 
   it("refuse what protojson refuses, with its error: out of range, negative or too many nanos", () => {

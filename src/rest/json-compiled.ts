@@ -190,7 +190,7 @@ export function withMilliseconds(ts: string): string {
 
 /**
  * A singular Timestamp as the renderer shows it. At millisecond precision (every stored time)
- * that is the instant's toISOString(); anything else (finer, out of range, malformed) goes
+ * that is the instant's toISOString() (isoMillis); anything else (finer, out of range, malformed) goes
  * through protojson, whose errors stay its own.
  */
 function singularTimestamp(value: unknown): Out {
@@ -198,12 +198,43 @@ function singularTimestamp(value: unknown): Out {
   if (t.$typeName === TIMESTAMP && typeof t.seconds === "bigint" && typeof t.nanos === "number" && t.nanos % 1_000_000 === 0) {
     const ms = Number(t.seconds) * 1000;
     if (ms >= TIMESTAMP_MS_MIN && ms <= TIMESTAMP_MS_MAX && t.nanos >= 0 && t.nanos <= 999_000_000) {
-      return new Date(ms + t.nanos / 1_000_000).toISOString();
+      return isoMillis(ms + t.nanos / 1_000_000);
     }
   }
   if (t.$typeName !== TIMESTAMP) return BAIL;
   const json = toJson(TimestampSchema, t);
   return typeof json === "string" ? withMilliseconds(json) : BAIL;
+}
+
+const MS_PER_DAY = 86_400_000;
+const pad2 = (n: number): string => (n < 10 ? `0${n}` : `${n}`);
+
+/**
+ * `new Date(ms).toISOString()` for an instant in years 1 to 9999, in integer arithmetic: a
+ * third of the time of the native one, which a page of 50 groups calls 100 times. The civil
+ * date is Howard Hinnant's days-to-civil algorithm (proleptic Gregorian, as Date's).
+ */
+export function isoMillis(ms: number): string {
+  const days = Math.floor(ms / MS_PER_DAY);
+  let rest = ms - days * MS_PER_DAY;
+  const z = days + 719_468; // days since 0000-03-01
+  const era = Math.floor(z / 146_097);
+  const doe = z - era * 146_097;
+  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36_524) - Math.floor(doe / 146_096)) / 365);
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+  const mp = Math.floor((5 * doy + 2) / 153);
+  const day = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  const month = mp < 10 ? mp + 3 : mp - 9;
+  const year = yoe + era * 400 + (month <= 2 ? 1 : 0);
+  const hour = Math.floor(rest / 3_600_000);
+  rest -= hour * 3_600_000;
+  const minute = Math.floor(rest / 60_000);
+  rest -= minute * 60_000;
+  const second = Math.floor(rest / 1000);
+  const milli = rest - second * 1000;
+  const y = year < 10 ? `000${year}` : year < 100 ? `00${year}` : year < 1000 ? `0${year}` : `${year}`;
+  const frac = milli < 10 ? `00${milli}` : milli < 100 ? `0${milli}` : `${milli}`;
+  return `${y}-${pad2(month)}-${pad2(day)}T${pad2(hour)}:${pad2(minute)}:${pad2(second)}.${frac}Z`;
 }
 
 function scalarWriter(type: ScalarType): ValueWriter | undefined {
