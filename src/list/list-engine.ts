@@ -56,11 +56,6 @@ export interface ListPage<Row> {
 
 const TOKEN_KEY_SETTING = "list.page_token_key";
 
-/**
- * The one List engine (docs/design.md, "Lists"): scope and name filters, order_by with a
- * uid tiebreak, keyset cursors in signed tokens, skip, and an exact total
- * counted on the first page only.
- */
 /** A page's statement, built once per shape (ListEngine.statementFor). */
 interface PageStatement {
   execute(values: Record<string, unknown>): Promise<unknown[]>;
@@ -186,7 +181,7 @@ export class ListEngine {
         : build();
 
     let rows: T["$inferSelect"][];
-    if (counting) {
+    if (totalCount === undefined) {
       const counted = (await statement.execute(values)) as { row: T["$inferSelect"]; total: unknown }[];
       rows = counted.map((r) => r.row);
       const first = counted[0];
@@ -209,10 +204,10 @@ export class ListEngine {
         },
         fingerprint: fp,
         issuedAt: now,
-        totalCount: totalCount!,
+        totalCount,
       });
     }
-    return { rows, nextPageToken, totalCount: totalCount!, skipped: params.skip };
+    return { rows, nextPageToken, totalCount, skipped: params.skip };
   }
 
   /** The prepared statement of `shape`, built by `build` the first time. */
