@@ -42,6 +42,8 @@ export class CompiledWriters {
   constructor(private readonly nullOrder: (desc: DescMessage) => NullOrder) {}
 
   writerFor(desc: DescMessage): CompiledWriter | undefined {
+    // Well-known types with a JSON form of their own (Timestamp, Struct, Any, wrappers…) are protojson's.
+    if (hasCustomJsonRepresentation(desc)) return undefined;
     if (this.writers.has(desc.typeName)) return this.writers.get(desc.typeName);
     // Registered before its fields are compiled, so that a recursive type finds itself.
     let compiled: CompiledWriter | undefined;
@@ -164,7 +166,6 @@ export class CompiledWriters {
 
   /** A plain message (one whose JSON is an object of its fields), compiled; none for well-known types. */
   private messageWriter(desc: DescMessage): ValueWriter | undefined {
-    if (hasCustomJsonRepresentation(desc)) return undefined;
     return this.writerFor(desc);
   }
 }
