@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { eq, inArray, isNull } from "drizzle-orm";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { migratedStorePerFile } from "../../test/support/fresh-store.js";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { SecretBox } from "../crypto/index.js";
@@ -167,6 +167,43 @@ describe("ListEngine paging", () => {
     const second = await engine.list(counted, groupsSource, params({ uidp: scope, pageSize: 3, pageToken: first.nextPageToken }), ALL);
     expect(statements).toBe(2);
     expect(second.totalCount).toBe(7n);
+  });
+
+  it("builds a page's statement once per shape and binds each request's values into it", async () => {
+    const a = await org(5);
+    const b = await org(5);
+    // A caller's visibility of its own: its statements are new, then reused.
+    const mine: ListVisibility = { all: false, roots: [a.root, b.root] };
+    const selects = vi.spyOn(handle.db, "select");
+    try {
+      const firstA = await list({ uidp: uidp({ childrenOf: a.root }), pageSize: 2 }, mine);
+      expect(selects).toHaveBeenCalledTimes(1);
+      // Same shape, other values (scope, page size, skip): the same statement, this request's rows.
+      const firstB = await list({ uidp: uidp({ childrenOf: b.root }), pageSize: 3, skip: 1 }, mine);
+      expect(selects).toHaveBeenCalledTimes(1);
+      expect(firstA.rows.map((r) => r.uid)).toEqual(a.children.slice(0, 2));
+      expect([firstA.totalCount, firstB.totalCount]).toEqual([5n, 5n]);
+      expect(firstB.rows.map((r) => r.uid)).toEqual(b.children.slice(1, 4));
+      // A later page is another shape (a cursor, no count): built once, then reused with another cursor.
+      const secondA = await list({ uidp: uidp({ childrenOf: a.root }), pageSize: 2, pageToken: firstA.nextPageToken }, mine);
+      expect(selects).toHaveBeenCalledTimes(2);
+      const secondB = await list({ uidp: uidp({ childrenOf: b.root }), pageSize: 3, pageToken: firstB.nextPageToken }, mine);
+      expect(selects).toHaveBeenCalledTimes(2);
+      expect(secondA.rows.map((r) => r.uid)).toEqual(a.children.slice(2, 4));
+      expect(secondB.rows.map((r) => r.uid)).toEqual([b.children[4]]);
+      expect(secondB.totalCount).toBe(5n);
+      // A name filter, another order or scope filter, and another caller are other statements.
+      expect((await list({ uidp: uidp({ childrenOf: a.root }), name: "c03" }, mine)).rows.map((r) => r.name)).toEqual(["c03"]);
+      expect((await list({ uidp: uidp({ inRoot: a.root }), orderBy: "name desc", pageSize: 1 }, mine)).rows.map((r) => r.name)).toEqual([
+        "org",
+      ]);
+      expect((await list({ uidp: uidp({ childrenOf: a.root }), pageSize: 2 }, { all: false, roots: [b.root] })).rows).toEqual([]);
+      expect(selects).toHaveBeenCalledTimes(5);
+      expect((await list({ uidp: uidp({ childrenOf: b.root }), name: "c01" }, mine)).rows.map((r) => r.name)).toEqual(["c01"]);
+      expect(selects).toHaveBeenCalledTimes(5);
+    } finally {
+      selects.mockRestore();
+    }
   });
 
   it("counts exactly when no row comes back: an empty scope is 0, a skip past the end still counts the set", async () => {

@@ -7,7 +7,7 @@ import { columnKey, loadSealedSetting } from "../db/index.js";
 import { invalidArgument, permissionDenied } from "../errors/index.js";
 import { parseOrderBy, type OrderBy } from "./order-by.js";
 import { PAGE_TOKEN_LIFETIME_MS, PageTokenCodec, fingerprint, type CursorPosition } from "./page-token.js";
-import { scopeConditions, type UidpFilter } from "./scope.js";
+import { scopeConditions, type Bind, type UidpFilter } from "./scope.js";
 import { preparedVisibilityCondition, type ListVisibility } from "./visibility.js";
 
 export const DEFAULT_PAGE_SIZE = 50;
@@ -56,13 +56,31 @@ export interface ListPage<Row> {
 
 const TOKEN_KEY_SETTING = "list.page_token_key";
 
+/** A page's statement, built once per shape (ListEngine.statementFor). */
+interface PageStatement {
+  execute(values: Record<string, unknown>): Promise<unknown[]>;
+}
+
+/** The statements of one source and one visibility, by shape; a shape past this many is built per request. */
+const MAX_SHAPES = 64;
+/** The statements' key for a source read without any visibility (global resources). */
+const NO_VISIBILITY = {};
+
 /**
  * The one List engine (docs/design.md, "Lists"): scope and name filters, order_by with a
  * uid tiebreak, keyset cursors in signed tokens, skip, and an exact total
  * counted on the first page only.
  */
 export class ListEngine {
+  /**
+   * Page statements on the engine's own database, per source, per caller's visibility (the
+   * object the authorizer hands every call of one caller), per shape: the SQL of a request
+   * is built once for its shape, its values bound as placeholders (docs/design.md, "Lists").
+   */
+  private readonly statements = new WeakMap<object, WeakMap<object, Map<string, PageStatement>>>();
+
   private constructor(
+    private readonly db: Database,
     private readonly codec: PageTokenCodec,
     private readonly clock: () => Date,
   ) {}
@@ -70,7 +88,7 @@ export class ListEngine {
   /** Loads the shared HMAC key (sealed at rest with `secrets`), creating it on first start. */
   static async create(db: Database, secrets: SecretBox, clock: () => Date): Promise<ListEngine> {
     const key = await loadSealedSetting(db, secrets, TOKEN_KEY_SETTING, () => randomBytes(32).toString("base64"));
-    return new ListEngine(new PageTokenCodec(Buffer.from(key, "base64")), clock);
+    return new ListEngine(db, new PageTokenCodec(Buffer.from(key, "base64")), clock);
   }
 
   /**
@@ -91,12 +109,22 @@ export class ListEngine {
     const sortColumn = order.field === "uid" ? source.uid : source.sortable[order.field as keyof ListSource<T>["sortable"]];
     if (!sortColumn) throw invalidArgument("order_by", `cannot sort by ${order.field}`);
 
-    const where: SQL[] = [...scopeConditions(source, params.uidp), ...extra.where];
-    if (params.name && source.name) where.push(eq(source.name, params.name));
+    // Every value of the request is a placeholder, named in the order the conditions take them.
+    const values: Record<string, unknown> = { limit: pageSize + 1, offset: params.skip };
+    const names: string[] = [];
+    const bind: Bind = (name, value) => {
+      values[name] = value;
+      names.push(name);
+      return sql.placeholder(name);
+    };
+    const where: SQL[] = [...scopeConditions(source, params.uidp, bind), ...extra.where];
+    if (params.name && source.name) where.push(eq(source.name, bind("name", params.name)));
+    let visible: ListVisibility | undefined;
     if (source.parentUid) {
       if (!visibility) throw permissionDenied("this list has no authorization");
-      const visible = preparedVisibilityCondition(source, visibility);
-      if (visible) where.push(visible);
+      visible = visibility;
+      const condition = preparedVisibilityCondition(source, visibility);
+      if (condition) where.push(condition);
     }
     // A token belongs to one list (the table is the resource, so the List method) and one query.
     const fp = fingerprint({
@@ -124,34 +152,45 @@ export class ListEngine {
     }
 
     const filter = where.length ? and(...where) : undefined;
-    const pageWhere = position ? and(filter, afterPosition(source.uid, sortColumn, order, position)) : filter;
-    const direction = order.direction === "desc" ? desc : asc;
-    const orderBy = sortColumn === source.uid ? [direction(source.uid)] : [direction(sortColumn), direction(source.uid)];
-    const page = (fields: SelectedFields) =>
-      db
+    const after = position ? afterPosition(source.uid, sortColumn, order, position, bind) : undefined;
+    const counting = totalCount === undefined;
+    const build = (): PageStatement => {
+      const pageWhere = after ? and(filter, after) : filter;
+      const direction = order.direction === "desc" ? desc : asc;
+      const orderBy = sortColumn === source.uid ? [direction(source.uid)] : [direction(sortColumn), direction(source.uid)];
+      // The first page and the exact count in one statement, one snapshot (docs/design.md, "Lists"):
+      // the uncorrelated subquery runs once, as an InitPlan, not per row.
+      const fields: SelectedFields = counting
+        ? {
+            row: getTableColumns(source.table as PgTable),
+            total: sql<unknown>`(select count(*) from ${source.table} where ${filter ?? sql`true`})`,
+          }
+        : getTableColumns(source.table as PgTable);
+      return db
         .select(fields)
         .from(source.table as PgTable)
         .where(pageWhere)
         .orderBy(...orderBy)
-        .limit(pageSize + 1)
-        .offset(params.skip);
+        .limit(sql.placeholder("limit"))
+        .offset(sql.placeholder("offset"));
+    };
+    // Extra filters carry their values in their SQL: such a list builds its statement each time.
+    const statement =
+      db === this.db && extra.where.length === 0
+        ? this.statementFor(source, visible ?? NO_VISIBILITY, shapeOf(params, order, counting, names), build)
+        : build();
 
     let rows: T["$inferSelect"][];
     if (totalCount === undefined) {
-      // The first page and the exact count in one statement, one snapshot (docs/design.md, "Lists"):
-      // the uncorrelated subquery runs once, as an InitPlan, not per row.
-      const counted = (await page({
-        row: getTableColumns(source.table as PgTable),
-        total: sql<unknown>`(select count(*) from ${source.table} where ${filter ?? sql`true`})`,
-      })) as { row: T["$inferSelect"]; total: unknown }[];
+      const counted = (await statement.execute(values)) as { row: T["$inferSelect"]; total: unknown }[];
       rows = counted.map((r) => r.row);
       const first = counted[0];
       if (first) totalCount = BigInt(first.total as string);
       // No row carries the count. At offset 0 on the first page the filter matches nothing;
       // past the end (skip) it still has to be counted.
-      else totalCount = params.skip === 0 ? 0n : await countRows(db, source.table, filter);
+      else totalCount = params.skip === 0 ? 0n : await countRows(db, source.table, filter, values);
     } else {
-      rows = (await page(getTableColumns(source.table as PgTable))) as T["$inferSelect"][];
+      rows = (await statement.execute(values)) as T["$inferSelect"][];
     }
 
     let nextPageToken = "";
@@ -170,10 +209,43 @@ export class ListEngine {
     }
     return { rows, nextPageToken, totalCount, skipped: params.skip };
   }
+
+  /** The prepared statement of `shape`, built by `build` the first time. */
+  private statementFor(source: object, visibility: object, shape: string, build: () => PageStatement): PageStatement {
+    let byVisibility = this.statements.get(source);
+    if (byVisibility === undefined) {
+      byVisibility = new WeakMap();
+      this.statements.set(source, byVisibility);
+    }
+    let byShape = byVisibility.get(visibility);
+    if (byShape === undefined) {
+      byShape = new Map();
+      byVisibility.set(visibility, byShape);
+    }
+    let statement = byShape.get(shape);
+    if (statement === undefined) {
+      const built = build();
+      if (byShape.size >= MAX_SHAPES) return built;
+      statement = (built as unknown as { prepare(name: string): PageStatement }).prepare("list_page");
+      byShape.set(shape, statement);
+    }
+    return statement;
+  }
 }
 
-async function countRows(db: Executor, table: PgTable, filter: SQL | undefined): Promise<bigint> {
-  const [c] = await db.select({ n: sql<unknown>`count(*)` }).from(table).where(filter);
+/**
+ * What a page's SQL depends on beyond its source and visibility: the order, whether it counts,
+ * which scope filters are set (ancestors_of an organization binds no value), and the names of
+ * the values bound, which say which conditions there are and how many values each takes.
+ */
+function shapeOf(params: ListParams, order: OrderBy, counting: boolean, names: readonly string[]): string {
+  const u = params.uidp;
+  const scope = u ? `${+!!u.ancestorsOf}${+!!u.descendantsOf}${+!!u.childrenOf}${+!!u.inRoot}${u.ids.length}` : "";
+  return `${order.field} ${order.direction} ${counting ? "count" : ""} ${scope} ${names.join(",")}`;
+}
+
+async function countRows(db: Executor, table: PgTable, filter: SQL | undefined, values: Record<string, unknown>): Promise<bigint> {
+  const [c] = await db.select({ n: sql<unknown>`count(*)` }).from(table).where(filter).execute(values);
   return BigInt((c?.n as string | undefined) ?? 0);
 }
 
@@ -184,12 +256,13 @@ function normalizePageSize(size: number): number {
 }
 
 // Rows strictly after the cursor in (sort column, uid) order.
-function afterPosition(uid: PgColumn, sortColumn: PgColumn, order: OrderBy, pos: CursorPosition): SQL {
+function afterPosition(uid: PgColumn, sortColumn: PgColumn, order: OrderBy, pos: CursorPosition, bind: Bind): SQL {
   const beyond = order.direction === "desc" ? lt : gt;
-  if (sortColumn === uid || pos.value === null) return beyond(uid, pos.uid);
-  const value = sortColumn.dataType === "date" ? sql`${pos.value}::timestamptz` : sql`${pos.value}`;
+  if (sortColumn === uid || pos.value === null) return beyond(uid, bind("after.uid", pos.uid));
+  const at = bind("after.value", pos.value);
+  const value = sortColumn.dataType === "date" ? sql`${at}::timestamptz` : sql`${at}`;
   const op = order.direction === "desc" ? sql.raw("<") : sql.raw(">");
-  return sql`(${sortColumn}, ${uid}) ${op} (${value}, ${pos.uid})`;
+  return sql`(${sortColumn}, ${uid}) ${op} (${value}, ${bind("after.uid", pos.uid)})`;
 }
 
 function cursorValue(v: unknown): string {

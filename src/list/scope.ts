@@ -1,4 +1,4 @@
-import { and, eq, gt, inArray, lt, or, sql, type SQL } from "drizzle-orm";
+import { and, eq, gt, inArray, lt, or, sql, type Placeholder, type SQL } from "drizzle-orm";
 import type { PgColumn } from "drizzle-orm/pg-core";
 import { groupAndAncestors } from "../db/index.js";
 import { invalidArgument } from "../errors/index.js";
@@ -24,15 +24,24 @@ export interface ScopeColumns {
 
 const MAX_IDS = 1000;
 
+/**
+ * How a condition takes a value of the request: as it is (`literal`), or as a named placeholder
+ * whose value the statement is executed with, so that the List engine builds a statement's SQL
+ * once for every request of its shape (list-engine.ts). Each name is one value.
+ */
+export type Bind = (name: string, value: string) => string | Placeholder;
+
+export const literal: Bind = (_name, value) => value;
+
 // Every uid below `p` starts with `p/`; in C collation those sort in
 // ['p/', 'p0') since '0' follows '/', so a btree range serves the scope.
-function below(uid: PgColumn, prefix: string): SQL {
-  return and(gt(uid, `${prefix}/`), lt(uid, `${prefix}0`)) as SQL;
+function below(uid: PgColumn, prefix: string, bind: Bind = literal, name = "below"): SQL {
+  return and(gt(uid, bind(`${name}.lo`, `${prefix}/`)), lt(uid, bind(`${name}.hi`, `${prefix}0`))) as SQL;
 }
 
 /** The path itself or anything below it. */
-export function atOrBelow(path: PgColumn, prefix: string): SQL {
-  return or(eq(path, prefix), below(path, prefix)) as SQL;
+export function atOrBelow(path: PgColumn, prefix: string, bind: Bind = literal, name = "atOrBelow"): SQL {
+  return or(eq(path, bind(`${name}.eq`, prefix)), below(path, prefix, bind, name)) as SQL;
 }
 
 /** `value` is `path` or below it, as atOrBelow selects in SQL (in memory, for rows already read). */
@@ -73,8 +82,8 @@ export function scopeMatcher(f: UidpFilter | undefined): (row: HeldRow) => boole
   return (row) => tests.every((t) => t(row));
 }
 
-/** SQL conditions for every uidp filter that is set; they combine with AND. */
-export function scopeConditions(cols: ScopeColumns, f: UidpFilter | undefined): SQL[] {
+/** SQL conditions for every uidp filter that is set; they combine with AND. `bind` takes the filter's values. */
+export function scopeConditions(cols: ScopeColumns, f: UidpFilter | undefined, bind: Bind = literal): SQL[] {
   if (!f) return [];
   const where: SQL[] = [];
   const parentUid = cols.parentUid;
@@ -84,22 +93,26 @@ export function scopeConditions(cols: ScopeColumns, f: UidpFilter | undefined): 
     }
   } else {
     const path = cols.path ?? cols.uid;
-    if (f.descendantsOf) where.push(below(path, f.descendantsOf));
-    if (f.childrenOf) where.push(eq(parentUid, f.childrenOf));
-    if (f.inRoot) where.push(atOrBelow(path, f.inRoot));
+    if (f.descendantsOf) where.push(below(path, f.descendantsOf, bind, "descendantsOf"));
+    if (f.childrenOf) where.push(eq(parentUid, bind("childrenOf", f.childrenOf)));
+    if (f.inRoot) where.push(atOrBelow(path, f.inRoot, bind, "inRoot"));
   }
   if (parentUid && f.ancestorsOf) {
     const groups = groupAndAncestors(f.ancestorsOf);
     if (cols.isGroup) {
       // The groups strictly above. An organization has none: the list is empty (a NUL sentinel would be refused by PostgreSQL).
       const above = groups.slice(0, -1);
-      where.push(above.length ? inArray(cols.uid, above) : sql`false`);
+      where.push(above.length ? inArray(cols.uid, bindAll(bind, "ancestorsOf", above)) : sql`false`);
     } else {
       // Resources held by the group itself or by any group above it.
-      where.push(inArray(parentUid, groups));
+      where.push(inArray(parentUid, bindAll(bind, "ancestorsOf", groups)));
     }
   }
   if (f.ids.length > MAX_IDS) throw invalidArgument("uidp.ids", `at most ${MAX_IDS} uids`);
-  if (f.ids.length) where.push(inArray(cols.uid, f.ids));
+  if (f.ids.length) where.push(inArray(cols.uid, bindAll(bind, "ids", f.ids)));
   return where;
+}
+
+function bindAll(bind: Bind, name: string, values: readonly string[]): (string | Placeholder)[] {
+  return values.map((v, i) => bind(`${name}.${i}`, v));
 }

@@ -1,5 +1,6 @@
 import { toJson, type DescField, type DescMessage, type JsonObject, type JsonValue, type Message, type Registry } from "@bufbuild/protobuf";
 import { hasCustomJsonRepresentation } from "@bufbuild/protobuf/wkt";
+import { BAIL, CompiledWriters, withMilliseconds, withNulls } from "./json-compiled.js";
 import { isJsonObject } from "./json-object.js";
 
 // Success bodies: protojson with every implicit field emitted, plus what
@@ -29,24 +30,31 @@ interface NullPlan {
 const EMPTY = "google.protobuf.Empty";
 const TIMESTAMP = "google.protobuf.Timestamp";
 
-// protojson drops the fraction of a whole second ("…:56Z"); the API always
-// shows milliseconds ("…:56.000Z", docs/design.md, "JSON rendering").
-function withMilliseconds(ts: string): string {
-  return ts.endsWith("Z") && !ts.includes(".") ? `${ts.slice(0, -1)}.000Z` : ts;
-}
-
 export class JsonRenderer {
   private readonly plans = new Map<string, NullPlan>();
+  private readonly compiled: CompiledWriters | undefined;
 
-  constructor(private readonly registry: Registry | undefined) {}
+  /** `compiled: false` renders everything the general way (tests compare the two). */
+  constructor(
+    private readonly registry: Registry | undefined,
+    opts: { compiled?: boolean } = {},
+  ) {
+    this.compiled = opts.compiled === false ? undefined : new CompiledWriters((desc) => this.planFor(desc));
+  }
 
   /** The JSON for a response message; `field` selects a response_body field. */
   render(schema: DescMessage, message: Message, field?: DescField): JsonValue {
     if (schema.typeName === EMPTY) return {};
-    const json = toJson(schema, message, { alwaysEmitImplicit: true, registry: this.registry });
-    const filled = isJsonObject(json) ? this.fill(schema, json) : json;
+    // Most answers: one pass from the message (json-compiled.ts); the rest, protojson then fill.
+    const written = this.compiled?.writerFor(schema)?.(message) ?? BAIL;
+    const filled = written !== BAIL ? written : this.general(schema, message);
     if (field === undefined) return filled;
     return (isJsonObject(filled) ? own(filled, field.jsonName) : undefined) ?? null;
+  }
+
+  private general(schema: DescMessage, message: Message): JsonValue {
+    const json = toJson(schema, message, { alwaysEmitImplicit: true, registry: this.registry });
+    return isJsonObject(json) ? this.fill(schema, json) : json;
   }
 
   /** Adds the nulls for `desc` to `obj` (a protojson object of that type); may return a new object. */
@@ -78,7 +86,7 @@ export class JsonRenderer {
         }
       }
     }
-    return missing ? withNulls(plan, obj) : obj;
+    return missing ? withNulls(plan.order, plan.nullable, obj) : obj;
   }
 
   private planFor(desc: DescMessage): NullPlan {
@@ -123,19 +131,6 @@ function buildPlan(desc: DescMessage): NullPlan {
 /** Messages whose JSON is an object of their fields; WKTs with their own JSON form are leaves. */
 function plainMessage(desc: DescMessage): DescMessage | undefined {
   return hasCustomJsonRepresentation(desc) ? undefined : desc;
-}
-
-/** Rebuilds `obj` in field order with `null` for the absent nullable fields. */
-function withNulls(plan: NullPlan, obj: JsonObject): JsonObject {
-  const out: JsonObject = {};
-  for (const name of plan.order) {
-    const value = own(obj, name);
-    if (value !== undefined) out[name] = value;
-    else if (plan.nullable.has(name)) out[name] = null;
-  }
-  // Anything protojson wrote that is not a declared field (extensions) goes at the end.
-  for (const [k, v] of Object.entries(obj)) if (!Object.hasOwn(out, k)) out[k] = v;
-  return out;
 }
 
 // Own properties only: a field named like an Object.prototype member must not read the prototype.

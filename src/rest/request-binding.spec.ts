@@ -159,6 +159,21 @@ describe("query parameters", () => {
     expect(violation(() => bind("GET", `/v1/things/t1?${query}`))).toEqual({ field, description });
   });
 
+  it("bind a name the same way every time, per request type, and refuse an unknown or repeated one every time", () => {
+    for (let i = 0; i < 2; i++) {
+      const req = bind<ListGroupsRequest>("GET", `/iam/v2beta1/groups?name=n${i}&page_size=${i + 2}&uidp.children_of=r${i}`);
+      expect([req.name, req.pageSize, req.uidp?.childrenOf]).toEqual([`n${i}`, i + 2, `r${i}`]);
+      // The same names on another request type are that type's fields, or none.
+      expect(violation(() => bind("GET", "/v1/things/t1?name=other"))).toEqual({ field: "name", description: "is set by the URL path" });
+      expect(violation(() => bind("GET", "/v1/things/t1?page_size=1")).description).toMatch(/^is not a known query parameter/);
+      expect(violation(() => bind("GET", "/iam/v2beta1/groups?nope=1")).field).toBe("nope");
+      expect(violation(() => bind("GET", "/iam/v2beta1/groups?page_size=1&pageSize=2"))).toEqual({
+        field: "pageSize",
+        description: "is given more than once",
+      });
+    }
+  });
+
   it("may not set what the body binds", () => {
     expect(violation(() => bind("PATCH", "/v1/things/t1?thing.count=1", "{}"))).toEqual({
       field: "thing.count",

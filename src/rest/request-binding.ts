@@ -25,6 +25,9 @@ interface QueryTarget {
   readonly protoPath: string;
 }
 
+/** Resolved query parameter names kept per request type; past this many (a recursive type's endless paths), resolved each time. */
+const MAX_KEPT_PARAMS = 64;
+
 /**
  * Builds the request message of a matched route from the path captures, the
  * query string and the JSON body. Every problem with the caller's input is
@@ -33,6 +36,8 @@ interface QueryTarget {
 export class RequestBinder {
   private readonly utf8 = new TextDecoder("utf-8", { fatal: true });
   private readonly diagnosis: DiagnosisContext;
+  /** Query parameter names already resolved, per request type: a List's page_size and scope are resolved once. */
+  private readonly targets = new Map<DescMessage, Map<string, QueryTarget>>();
 
   constructor(
     private readonly lookup: FieldLookup,
@@ -119,7 +124,7 @@ export class RequestBinder {
     const seen = new Set<string>();
     for (const [name, text] of new URLSearchParams(query)) {
       if (route.body.kind === "all") throw invalidArgument(name, "is not allowed: this method reads every field from the body");
-      const target = this.resolveParam(route.method.input, name);
+      const target = this.target(route.method.input, name);
       const bound = route.boundPaths.find((b) => target.protoPath === b.path || target.protoPath.startsWith(`${b.path}.`));
       if (bound !== undefined) {
         throw invalidArgument(name, bound.by === "path" ? "is set by the URL path" : "is set by the request body");
@@ -135,6 +140,21 @@ export class RequestBinder {
       if (target.fields.length === 1 && leaf === route.updateMask?.maskField) maskGiven = true;
     }
     return maskGiven;
+  }
+
+  /** resolveParam, remembered (a name that does not resolve throws each time). */
+  private target(schema: DescMessage, name: string): QueryTarget {
+    let kept = this.targets.get(schema);
+    if (kept === undefined) {
+      kept = new Map();
+      this.targets.set(schema, kept);
+    }
+    let target = kept.get(name);
+    if (target === undefined) {
+      target = this.resolveParam(schema, name);
+      if (kept.size < MAX_KEPT_PARAMS) kept.set(name, target);
+    }
+    return target;
   }
 
   /** `uidp.descendants_of`, `uidp.descendantsOf`, `pageSize`, ... → the fields they name. */

@@ -11,6 +11,8 @@ import { rewriteGrpcStatus } from "./status.js";
 const COMPRESS_MIN_BYTES = 1024;
 const GRPC_PROTO = /^application\/grpc(?:\+proto)?$/i;
 const ACCEPT_COMPRESSION = [compressionGzip, compressionBrotli];
+/** A success's trailers (read, never changed, by node). */
+const OK_TRAILER: Readonly<Record<string, string>> = Object.freeze({ "grpc-status": "0" });
 
 /** A gRPC (HTTP/2, binary) unary POST without a deadline or request compression: a candidate for the direct path. */
 export function isPlainGrpcPost(req: Req, method: DescMethod, contentType: string): boolean {
@@ -98,9 +100,11 @@ export async function serveGrpcUnary(
     headerValue(req.headers["grpc-accept-encoding"]),
     "grpc-accept-encoding",
   );
-  const header = new Headers({ "content-type": "application/grpc+proto" });
-  if (compression.response) header.set("grpc-encoding", compression.response.name);
-  const trailer = new Headers({ "grpc-status": "0" });
+  // As connect-es's fetch Headers would give them (lower-case names, in name order); an error's
+  // trailers are made by connect-es (setTrailerStatus), a success's are this one status.
+  const header: Record<string, string> = { "content-type": "application/grpc+proto" };
+  if (compression.response) header["grpc-encoding"] = compression.response.name;
+  let trailer: Record<string, string> = OK_TRAILER;
   const clientGone = ClientGone.watch(res);
   let body: Uint8Array = new Uint8Array(0);
   try {
@@ -128,13 +132,15 @@ export async function serveGrpcUnary(
     (body as Buffer).writeUInt32BE(message.byteLength, 1);
     (body as Buffer).set(message, 5);
   } catch (e) {
-    setTrailerStatus(trailer, e instanceof ConnectError ? e : new ConnectError("internal error", Code.Internal, undefined, undefined, e));
+    const failed = new Headers({ "grpc-status": "0" });
+    setTrailerStatus(failed, e instanceof ConnectError ? e : new ConnectError("internal error", Code.Internal, undefined, undefined, e));
+    rewriteGrpcStatus(failed);
+    trailer = nodeHeaders(failed);
   } finally {
     clientGone.release();
   }
   if (clientGone.gone || res.writableEnded || res.destroyed) return;
-  rewriteGrpcStatus(trailer);
-  res.writeHead(200, nodeHeaders(header));
-  res.addTrailers(nodeHeaders(trailer));
+  res.writeHead(200, header);
+  res.addTrailers(trailer);
   res.end(body);
 }
