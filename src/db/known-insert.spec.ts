@@ -26,6 +26,13 @@ describe("knownRow", () => {
     expect(JSON.stringify(row["bag"])).toBe('{"b":{"a":2,"yy":1},"aa":[{"c":2,"bb":1}],"zz":1,"é":3}');
   });
 
+  it("keeps a key named __proto__ as a key, not as the object's prototype", () => {
+    const bag = JSON.parse('{"__proto__":{"polluted":1},"a":1}') as Record<string, unknown>;
+    const row = knownRow(plain, { uid: "a", bag })!;
+    expect(JSON.stringify(row["bag"])).toBe('{"a":1,"__proto__":{"polluted":1}}');
+    expect(Object.getPrototypeOf(row["bag"])).toBe(Object.prototype);
+  });
+
   it("is unknown when the database would compute part of the row", () => {
     expect(knownRow(computed, { uid: "a" })).toBeUndefined();
     expect(knownRow(byFunction, { uid: "a" })).toBeUndefined();

@@ -119,7 +119,6 @@ function inJsonbOrder(value: unknown): unknown {
     const [x, y] = [Buffer.from(a), Buffer.from(b)];
     return x.length - y.length || Buffer.compare(x, y);
   });
-  const out: Record<string, unknown> = {};
-  for (const k of keys) out[k] = inJsonbOrder((value as Record<string, unknown>)[k]);
-  return out;
+  // fromEntries defines each key as its own property: an assignment would drop "__proto__".
+  return Object.fromEntries(keys.map((k) => [k, inJsonbOrder((value as Record<string, unknown>)[k])]));
 }

@@ -70,6 +70,18 @@ describe("preparingPostgres", () => {
     expect(admission.size).toBe(0);
   });
 
+  it("passes postgres.js's other forms on untouched (text and options, no parameters)", async () => {
+    const seen: unknown[][] = [];
+    const raw = { unsafe: (...args: unknown[]) => (seen.push(args), Promise.resolve([])) } as unknown as Sql;
+    const sql = preparingPostgres(raw, new StatementAdmission(8));
+    await (sql.unsafe as unknown as (...a: unknown[]) => Promise<unknown>)("select 1", { prepare: false });
+    await (sql.unsafe as unknown as (...a: unknown[]) => Promise<unknown>)("select 1", { prepare: false });
+    expect(seen).toEqual([
+      ["select 1", { prepare: false }],
+      ["select 1", { prepare: false }],
+    ]);
+  });
+
   it("sends a text past the limit unprepared, as before", async () => {
     const sent: { text: string; prepare: boolean | undefined; inTx: boolean }[] = [];
     const sql = preparingPostgres(fakeSql(sent), new StatementAdmission(1));

@@ -9,6 +9,10 @@ import type { Sql } from "postgres";
  * server until its connection closes, and some texts are as many as the requests that shape them
  * (a List filter, an IN list's length), so admission is bounded: a text is admitted the second
  * time it is seen (once is not a pattern), while fewer than `limit` are; the rest go on as before.
+ * Admission is for the life of the process (what a connection prepared stays there, so evicting it
+ * here would free nothing): a caller who fills the slots with rare texts costs later texts their
+ * second round trip, never memory. The hot statements are named in code and prepared anyway
+ * (Drizzle's `.prepare()`, src/db/compiled.ts), so they need no slot.
  */
 export class StatementAdmission {
   private readonly admitted = new Set<string>();
@@ -51,9 +55,12 @@ export function preparingPostgres<T extends Sql>(sql: T, admission: StatementAdm
       if (prop === "unsafe") {
         if (unsafe?.of === value) return unsafe.wrapper;
         const wrapper = (...args: unknown[]) => {
-          const [query, params, options] = args as [string, unknown[] | undefined, { prepare?: boolean } | undefined];
-          const prepare = options?.prepare === false && admission.admit(query) ? { ...options, prepare: true } : options;
-          return (value as (...a: unknown[]) => unknown).call(target, query, params, prepare);
+          // Drizzle's form: (text, params, { prepare }). Any other is passed on as it came.
+          const options = args[2] as { prepare?: boolean } | undefined;
+          if (args.length === 3 && options?.prepare === false && admission.admit(args[0] as string)) {
+            args = [args[0], args[1], { ...options, prepare: true }];
+          }
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
         };
         unsafe = { of: value, wrapper };
         return wrapper;

@@ -184,6 +184,24 @@ describe("ResourceStore.create", () => {
     expect(await stored(second)).toMatchObject({ name: "seq-c" });
   });
 
+  it("lets exactly one of eight concurrent creates of one name win, the rest ALREADY_EXISTS, one seq taken", async () => {
+    const parent = await org();
+    const before = newChildUid(parent);
+    await store.create(group({ name: "race-before" }), { uid: before, parentUid: parent }, creating);
+    const racers = Array.from({ length: 8 }, () => newChildUid(parent));
+    const outcomes = await Promise.allSettled(
+      racers.map((uid) => store.create(group({ name: "race" }), { uid, parentUid: parent }, creating)),
+    );
+    expect(outcomes.filter((o) => o.status === "fulfilled")).toHaveLength(1);
+    const refused = outcomes.filter((o): o is PromiseRejectedResult => o.status === "rejected");
+    expect(refused.map((o) => (o.reason as ConnectError).code)).toEqual(Array(7).fill(Code.AlreadyExists));
+    const after = newChildUid(parent);
+    await store.create(group({ name: "race-after" }), { uid: after, parentUid: parent }, creating);
+    const [a] = await eventsAbout(before);
+    const [c] = await eventsAbout(after);
+    expect(c!.seq).toBe(a!.seq + 2);
+  });
+
   it("validates before writing anything", async () => {
     const parent = await org();
     const uid = newChildUid(parent);
