@@ -184,7 +184,7 @@ describe("PgliteThread's end", () => {
   it("keeps every committed write when its process is killed outright, with more written than shared_buffers holds", async () => {
     const dir = await pgliteDirFromTemplate("platform-pglite-thread-kill", "empty");
     try {
-      // 50 MiB of rows (stored uncompressed), more than the 16MB of buffers (pglite-wasm.ts): pages
+      // 50 MiB of rows (stored uncompressed), more than the 8MB of buffers (pglite-wasm.ts): pages
       // leave the buffers while the process runs. Then commits one by one; "committed" once the last
       // has answered.
       const script = `import { PgliteThread } from ${JSON.stringify(fileURLToPath(new URL("./pglite-thread.ts", import.meta.url)))};
