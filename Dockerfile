@@ -24,4 +24,4 @@ VOLUME /data
 EXPOSE 8080
 # SIGTERM drains in-flight requests and exits within PLATFORM_SHUTDOWN_TIMEOUT (25 s, under Kubernetes' 30 s).
 STOPSIGNAL SIGTERM
-CMD ["node", "--max-semi-space-size=8", "dist/src/server/main.js"]
+CMD ["node", "--max-semi-space-size=8", "--v8-pool-size=1", "--heap-growing-percent=50", "dist/src/server/main.js"]

@@ -5,6 +5,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { PGlite, type QueryOptions } from "@electric-sql/pglite";
 import { keepBuiltInTypeParsers } from "./pglite-parsers.js";
+import { compilePglite } from "./pglite-wasm.js";
 import { errorFields, type HostReply, type HostRequest, type HostStart } from "./pglite-protocol.js";
 
 const port = parentPort;
@@ -51,7 +52,8 @@ async function run(pg: PGlite, request: HostRequest): Promise<unknown> {
 async function main(): Promise<void> {
   let pg: PGlite;
   try {
-    pg = new PGlite(dataDir);
+    // With the store's shared_buffers (pglite-wasm.ts).
+    pg = new PGlite(dataDir, { wasmModule: await compilePglite() });
     await keepBuiltInTypeParsers(pg);
   } catch (e) {
     post({ op: "failed", error: errorFields(e) });

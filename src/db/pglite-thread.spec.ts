@@ -1,4 +1,4 @@
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { PGlite } from "@electric-sql/pglite";
@@ -8,6 +8,7 @@ import { isForeignKeyViolation, isUniqueViolation } from "../errors/pg-errors.js
 import { keepBuiltInTypeParsers } from "./pglite-parsers.js";
 import { DatabaseError } from "./pglite-protocol.js";
 import { PgliteThread } from "./pglite-thread.js";
+import { SHARED_BUFFERS } from "./pglite-wasm.js";
 
 // PGlite in its worker thread (pglite-thread.ts) answers as PGlite in-process does: the same values,
 // the same errors, transactions that hold the store, notifications before the answer.
@@ -50,6 +51,11 @@ describe("PgliteThread", () => {
     } finally {
       await local.close();
     }
+  });
+
+  it("runs PostgreSQL with the store's shared_buffers, not PGlite's compiled-in 128MB (pglite-wasm.ts)", async () => {
+    const { rows } = await thread.query<{ shared_buffers: string }>("show shared_buffers");
+    expect(rows[0]!.shared_buffers).toBe(SHARED_BUFFERS);
   });
 
   it("passes parameters of every kind the store sends, and reports rows a write affected", async () => {
@@ -174,6 +180,45 @@ describe("PgliteThread's end", () => {
       await dir.remove();
     }
   }, 60_000);
+
+  it("keeps every committed write when its process is killed outright, with more written than shared_buffers holds", async () => {
+    const dir = await pgliteDirFromTemplate("platform-pglite-thread-kill", "empty");
+    try {
+      // 50 MiB of rows (stored uncompressed), more than the 8MB of buffers (pglite-wasm.ts): pages
+      // leave the buffers while the process runs. Then commits one by one; "committed" once the last
+      // has answered.
+      const script = `import { PgliteThread } from ${JSON.stringify(fileURLToPath(new URL("./pglite-thread.ts", import.meta.url)))};
+        const t = await PgliteThread.open(${JSON.stringify(dir.dir)});
+        await t.exec("create table bulk (v text); alter table bulk alter column v set storage external; create table each_one (n int)");
+        await t.query("insert into bulk select repeat(md5(i::text), 64) from generate_series(1, 20000) as i");
+        for (let n = 1; n <= 50; n++) await t.query("insert into each_one values ($1)", [n]);
+        console.log("committed");
+        setInterval(() => {}, 1000);`;
+      const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+        stdio: ["ignore", "pipe", "inherit"],
+      });
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on("data", (d: Buffer) => d.toString().includes("committed") && resolve());
+        child.once("exit", () => reject(new Error("the writer exited before it had committed")));
+      });
+      child.kill("SIGKILL");
+      await exited;
+      const again = await PgliteThread.open(dir.dir);
+      try {
+        expect((await again.query("select count(*)::int as n, sum(length(v))::int as bytes from bulk")).rows).toEqual([
+          { n: 20_000, bytes: 20_000 * 32 * 64 },
+        ]);
+        expect((await again.query("select count(*)::int as n, max(n) as last from each_one")).rows).toEqual([{ n: 50, last: 50 }]);
+        const { rows } = await again.query<{ mb: number }>("select pg_total_relation_size('bulk') / 1048576 as mb");
+        expect(rows[0]!.mb).toBeGreaterThan(32);
+      } finally {
+        await again.close();
+      }
+    } finally {
+      await dir.remove();
+    }
+  }, 120_000);
 
   it("rejects open() with PGlite's error when the directory is not a store", async () => {
     await expect(PgliteThread.open("/dev/null/not-a-directory")).rejects.toThrow();
