@@ -8,7 +8,7 @@ import { invalidArgument, permissionDenied } from "../errors/index.js";
 import { parseOrderBy, type OrderBy } from "./order-by.js";
 import { PAGE_TOKEN_LIFETIME_MS, PageTokenCodec, fingerprint, type CursorPosition } from "./page-token.js";
 import { scopeConditions, type Bind, type UidpFilter } from "./scope.js";
-import { preparedVisibilityCondition, type ListVisibility } from "./visibility.js";
+import { visibilityCondition, visibilityShape, type ListVisibility } from "./visibility.js";
 
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 200;
@@ -61,10 +61,8 @@ interface PageStatement {
   execute(values: Record<string, unknown>): Promise<unknown[]>;
 }
 
-/** The statements of one source and one visibility, by shape; a shape past this many is built per request. */
+/** The statements of one source, by shape; a shape past this many is built per request. */
 const MAX_SHAPES = 64;
-/** The statements' key for a source read without any visibility (global resources). */
-const NO_VISIBILITY = {};
 
 /**
  * The one List engine (docs/design.md, "Lists"): scope and name filters, order_by with a
@@ -73,11 +71,13 @@ const NO_VISIBILITY = {};
  */
 export class ListEngine {
   /**
-   * Page statements on the engine's own database, per source, per caller's visibility (the
-   * object the authorizer hands every call of one caller), per shape: the SQL of a request
-   * is built once for its shape, its values bound as placeholders (docs/design.md, "Lists").
+   * Page statements on the engine's own database, per source, per shape: the SQL of a request is
+   * built once for its shape, every value bound as a placeholder, the caller's roots included, so
+   * one statement serves every caller (docs/design.md, "Lists"). A shape is made of what the code
+   * offers (order, scope kinds, how many roots up to a few), never of how many values a request
+   * sends, so the cache is bounded by the sources times MAX_SHAPES.
    */
-  private readonly statements = new WeakMap<object, WeakMap<object, Map<string, PageStatement>>>();
+  private readonly statements = new Map<object, Map<string, PageStatement>>();
 
   private constructor(
     private readonly db: Database,
@@ -119,11 +119,11 @@ export class ListEngine {
     };
     const where: SQL[] = [...scopeConditions(source, params.uidp, bind), ...extra.where];
     if (params.name && source.name) where.push(eq(source.name, bind("name", params.name)));
-    let visible: ListVisibility | undefined;
+    let visible = "";
     if (source.parentUid) {
       if (!visibility) throw permissionDenied("this list has no authorization");
-      visible = visibility;
-      const condition = preparedVisibilityCondition(source, visibility);
+      visible = visibilityShape(visibility);
+      const condition = visibilityCondition(source, visibility, bind);
       if (condition) where.push(condition);
     }
     // A token belongs to one list (the table is the resource, so the List method) and one query.
@@ -177,7 +177,7 @@ export class ListEngine {
     // Extra filters carry their values in their SQL: such a list builds its statement each time.
     const statement =
       db === this.db && extra.where.length === 0
-        ? this.statementFor(source, visible ?? NO_VISIBILITY, shapeOf(params, order, counting, names), build)
+        ? this.statementFor(source, `${visible} ${shapeOf(params, order, counting, names)}`, build)
         : build();
 
     let rows: T["$inferSelect"][];
@@ -211,16 +211,11 @@ export class ListEngine {
   }
 
   /** The prepared statement of `shape`, built by `build` the first time. */
-  private statementFor(source: object, visibility: object, shape: string, build: () => PageStatement): PageStatement {
-    let byVisibility = this.statements.get(source);
-    if (byVisibility === undefined) {
-      byVisibility = new WeakMap();
-      this.statements.set(source, byVisibility);
-    }
-    let byShape = byVisibility.get(visibility);
+  private statementFor(source: object, shape: string, build: () => PageStatement): PageStatement {
+    let byShape = this.statements.get(source);
     if (byShape === undefined) {
       byShape = new Map();
-      byVisibility.set(visibility, byShape);
+      this.statements.set(source, byShape);
     }
     let statement = byShape.get(shape);
     if (statement === undefined) {
@@ -240,7 +235,7 @@ export class ListEngine {
  */
 function shapeOf(params: ListParams, order: OrderBy, counting: boolean, names: readonly string[]): string {
   const u = params.uidp;
-  const scope = u ? `${+!!u.ancestorsOf}${+!!u.descendantsOf}${+!!u.childrenOf}${+!!u.inRoot}${u.ids.length}` : "";
+  const scope = u ? `${+!!u.ancestorsOf}${+!!u.descendantsOf}${+!!u.childrenOf}${+!!u.inRoot}${+!!u.ids.length}` : "";
   return `${order.field} ${order.direction} ${counting ? "count" : ""} ${scope} ${names.join(",")}`;
 }
 

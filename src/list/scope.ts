@@ -109,8 +109,14 @@ export function scopeConditions(cols: ScopeColumns, f: UidpFilter | undefined, b
     }
   }
   if (f.ids.length > MAX_IDS) throw invalidArgument("uidp.ids", `at most ${MAX_IDS} uids`);
-  if (f.ids.length) where.push(inArray(cols.uid, bindAll(bind, "ids", f.ids)));
+  // One array value however many ids: a statement's SQL does not depend on how many (list-engine.ts).
+  if (f.ids.length) where.push(sql`${cols.uid} = any(${bind("ids", pgTextArray(f.ids))}::text[])`);
   return where;
+}
+
+/** A PostgreSQL array literal of `values`, each quoted (a single text parameter, the same on both drivers). */
+export function pgTextArray(values: readonly string[]): string {
+  return `{${values.map((s) => `"${s.replace(/[\\"]/g, "\\$&")}"`).join(",")}}`;
 }
 
 function bindAll(bind: Bind, name: string, values: readonly string[]): (string | Placeholder)[] {

@@ -1,7 +1,7 @@
 import { createContextKey } from "@connectrpc/connect";
-import { getTableName, isNull, or, sql, type SQL } from "drizzle-orm";
+import { getTableName, isNull, or, sql, type Placeholder, type SQL } from "drizzle-orm";
 import type { PgColumn } from "drizzle-orm/pg-core";
-import { atOrBelow, isAtOrBelow, type HeldRow } from "./scope.js";
+import { atOrBelow, isAtOrBelow, literal, pgTextArray, type Bind, type HeldRow } from "./scope.js";
 
 /** Where a List may look: everywhere, or at and below these group paths. */
 export type ListVisibility = { all: true } | { all: false; roots: string[] };
@@ -26,30 +26,33 @@ export interface VisibilityColumns {
  */
 export const INLINE_ROOTS = 8;
 
-// Per caller's visibility (the authorizer hands the same object to each of its calls), per source.
-const prepared = new WeakMap<ListVisibility, Map<VisibilityColumns, SQL | undefined>>();
+// A caller with many roots sends them as one array literal: quoted once per visibility object
+// (the authorizer hands the same object to each call of one caller), not on every page.
+const rootsLiterals = new WeakMap<ListVisibility, string>();
 
 /**
- * visibilityCondition, built once per visibility object and source: a caller with many
- * roots does not rebuild (and re-quote) them on every page.
+ * What the SQL of visibilityCondition depends on (its values aside): everything, nothing, how
+ * many roots inline, or many in one array. Part of the List engine's statement key.
  */
-export function preparedVisibilityCondition(cols: VisibilityColumns, v: ListVisibility): SQL | undefined {
-  let bySource = prepared.get(v);
-  if (bySource === undefined) {
-    bySource = new Map();
-    prepared.set(v, bySource);
-  }
-  if (!bySource.has(cols)) bySource.set(cols, visibilityCondition(cols, v));
-  return bySource.get(cols);
+export function visibilityShape(v: ListVisibility): string {
+  if (v.all) return "all";
+  return v.roots.length > INLINE_ROOTS ? "many" : `roots${v.roots.length}`;
 }
 
-/** The condition limiting a List to what the caller may see. */
-export function visibilityCondition(cols: VisibilityColumns, v: ListVisibility): SQL | undefined {
+/** The condition limiting a List to what the caller may see; `bind` takes its values (the roots). */
+export function visibilityCondition(cols: VisibilityColumns, v: ListVisibility, bind: Bind = literal): SQL | undefined {
   if (v.all) return undefined;
   const path = cols.path ?? cols.uid;
   const globalRows = cols.globalRowsVisible && cols.parentUid ? cols.parentUid : undefined;
-  if (v.roots.length > INLINE_ROOTS) return underManyRoots(cols.uid, path, v.roots, globalRows);
-  const parts: SQL[] = v.roots.map((r) => atOrBelow(path, r));
+  if (v.roots.length > INLINE_ROOTS) {
+    let roots = rootsLiterals.get(v);
+    if (roots === undefined) {
+      roots = pgTextArray(v.roots);
+      rootsLiterals.set(v, roots);
+    }
+    return underManyRoots(cols.uid, path, bind("visible.roots", roots), globalRows);
+  }
+  const parts: SQL[] = v.roots.map((r, i) => atOrBelow(path, r, bind, `visible.${i}`));
   if (globalRows) parts.push(isNull(globalRows));
   return parts.length ? (or(...parts) as SQL) : sql`false`;
 }
@@ -61,16 +64,11 @@ export function visibilityCondition(cols: VisibilityColumns, v: ListVisibility):
  * there are (PostgreSQL takes at most 65,535). `uid` is the table's primary key. The fence
  * (OFFSET 0) keeps the planner from turning the join inside out into roots × rows comparisons.
  */
-function underManyRoots(uid: PgColumn, path: PgColumn, roots: string[], globalRows: PgColumn | undefined): SQL {
+function underManyRoots(uid: PgColumn, path: PgColumn, roots: string | Placeholder, globalRows: PgColumn | undefined): SQL {
   const table = sql.identifier(getTableName(uid.table));
   const v = (col: PgColumn) => sql`v.${sql.identifier(col.name)}`;
   const global = globalRows ? sql` union all (select ${v(uid)} from ${table} as v where ${v(globalRows)} is null)` : sql``;
-  return sql`${uid} in ((select ${v(uid)} from unnest(${pgTextArray(roots)}::text[]) as r(p) cross join lateral (select ${v(uid)} from ${table} as v where ${v(path)} >= r.p and ${v(path)} < r.p || '0' and (${v(path)} = r.p or ${v(path)} > r.p || '/')) as v offset 0)${global})`;
-}
-
-/** A PostgreSQL array literal of `values`, each quoted (a single text parameter, the same on both drivers). */
-function pgTextArray(values: readonly string[]): string {
-  return `{${values.map((s) => `"${s.replace(/[\\"]/g, "\\$&")}"`).join(",")}}`;
+  return sql`${uid} in ((select ${v(uid)} from unnest(${roots}::text[]) as r(p) cross join lateral (select ${v(uid)} from ${table} as v where ${v(path)} >= r.p and ${v(path)} < r.p || '0' and (${v(path)} = r.p or ${v(path)} > r.p || '/')) as v offset 0)${global})`;
 }
 
 /** In memory, what visibilityCondition selects in SQL, for rows whose path is the group holding them (events as they arrive). */
