@@ -50,6 +50,11 @@ const wasmUrl = (): URL => new URL("pglite.wasm", import.meta.resolve("@electric
  */
 export async function compilePglite(sharedBuffers = SHARED_BUFFERS): Promise<WasmModule> {
   const bytes = await readFile(wasmUrl());
-  setSharedBuffers(bytes, sharedBuffers);
+  if (!setSharedBuffers(bytes, sharedBuffers)) {
+    // Loud, not fatal: the store works, with 150 MiB more resident (docs/operations.md).
+    process.emitWarning(
+      `PGlite's WASM does not hold its shared_buffers option as expected: the embedded store runs with PGlite's own (128MB), not ${sharedBuffers}`,
+    );
+  }
   return wasm.compile(bytes);
 }
