@@ -1,4 +1,5 @@
 import type { Sql } from "postgres";
+import { wrapPostgresQueries } from "./query-observer.js";
 
 /**
  * Which statement texts postgres.js may keep prepared on its connections (docs/design.md,
@@ -47,33 +48,12 @@ export class StatementAdmission {
  * `admission` admits their text. A query Drizzle already prepares passes as it is.
  */
 export function preparingPostgres<T extends Sql>(sql: T, admission: StatementAdmission): T {
-  let unsafe: { of: unknown; wrapper: (...args: unknown[]) => unknown } | undefined;
-  return new Proxy(sql, {
-    get(target, prop, receiver) {
-      const value = Reflect.get(target, prop, receiver) as unknown;
-      if (typeof value !== "function") return value;
-      if (prop === "unsafe") {
-        if (unsafe?.of === value) return unsafe.wrapper;
-        const wrapper = (...args: unknown[]) => {
-          // Drizzle's form: (text, params, { prepare }). Any other is passed on as it came.
-          const options = args[2] as { prepare?: boolean } | undefined;
-          if (args.length === 3 && options?.prepare === false && admission.admit(args[0] as string)) {
-            args = [args[0], args[1], { ...options, prepare: true }];
-          }
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
-        };
-        unsafe = { of: value, wrapper };
-        return wrapper;
-      }
-      if (prop === "begin" || prop === "savepoint") {
-        // The callback, always last, gets the transaction's own sql: preparing too.
-        return (...args: unknown[]) => {
-          const fn = args[args.length - 1] as (tx: Sql) => unknown;
-          args[args.length - 1] = (tx: Sql) => fn(preparingPostgres(tx, admission));
-          return (value as (...a: unknown[]) => unknown).apply(target, args);
-        };
-      }
-      return value;
-    },
+  return wrapPostgresQueries(sql, (unsafe, target) => (...args: unknown[]) => {
+    // Drizzle's form: (text, params, { prepare }). Any other is passed on as it came.
+    const options = args[2] as { prepare?: boolean } | undefined;
+    if (args.length === 3 && options?.prepare === false && admission.admit(args[0] as string)) {
+      args = [args[0], args[1], { ...options, prepare: true }];
+    }
+    return unsafe.apply(target, args);
   });
 }
