@@ -201,7 +201,7 @@ export class EventRecorder {
       e_data: JSON.stringify(this.data(change)),
       e_deadline: new Date(time.getTime() + this.opts.retryForMs).toISOString(),
     };
-    ancestors.forEach((g, i) => (values[`g${i}`] = g));
+    for (const [i, g] of ancestors.entries()) values[`g${i}`] = g;
     const p = (name: string) => sql.placeholder(name);
     const event = sql`INSERT INTO events (uid, type, source, subject, actor, parent_uid, time, data)
       SELECT ${p("e_uid")}, ${p("e_type")}, ${p("e_source")}, ${p("e_subject")}, ${p("e_actor")}, ${p("e_group")}, ${p("e_time")}, ${p("e_data")}::jsonb FROM w`;
