@@ -188,7 +188,11 @@ const asPglite = (client: PgliteThread): PGlite => client as unknown as PGlite;
 
 /** Runs raw SQL and returns its rows on either driver (postgres.js returns an array, PGlite `{rows}`). */
 export async function queryRows<Row extends Record<string, unknown>>(db: Executor, query: SQL): Promise<Row[]> {
-  const result: unknown = await db.execute(query);
+  return rowsOf<Row>(await db.execute(query));
+}
+
+/** The rows of a driver's result: postgres.js answers an array, PGlite an object holding `rows`. */
+export function rowsOf<Row extends Record<string, unknown>>(result: unknown): Row[] {
   if (Array.isArray(result)) return result as Row[];
   return ((result as { rows?: Row[] }).rows ?? []) as Row[];
 }

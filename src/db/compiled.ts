@@ -1,6 +1,6 @@
 import type { SQL } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
-import type { Executor } from "./client.js";
+import { rowsOf, type Executor } from "./client.js";
 
 // Drizzle turns an `sql` template into text and parameters on every run, walking every nested
 // piece; for the write statements that each API call makes (a create and its event), that walk
@@ -27,7 +27,5 @@ export async function runCompiled<Row extends Record<string, unknown>>(db: Execu
     built.set(statement.key, query);
   }
   // Named, so postgres.js keeps it prepared on each connection: one round trip, not two.
-  const result: unknown = await db._.session.prepareQuery(query, undefined, statement.key, false).execute(statement.values);
-  if (Array.isArray(result)) return result as Row[];
-  return ((result as { rows?: Row[] }).rows ?? []) as Row[];
+  return rowsOf<Row>(await db._.session.prepareQuery(query, undefined, statement.key, false).execute(statement.values));
 }
