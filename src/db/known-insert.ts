@@ -13,10 +13,20 @@ interface Reference {
   column: PgColumn;
 }
 
+/** A column as a known insert sees it, read once per table. */
+interface ColumnShape {
+  /** The row property. */
+  key: string;
+  column: PgColumn;
+  /** The database would compute its value when none is given (a default function or SQL, a serial, identity or generated column). */
+  computed: boolean;
+  jsonb: boolean;
+}
+
 /** What a table's known inserts need of it, read once per table. */
 interface TableShape {
   name: string;
-  columns: [string, PgColumn][];
+  columns: ColumnShape[];
   references: Reference[];
   /** A reference spans several columns: no known insert for this table. */
   compound: boolean;
@@ -27,8 +37,17 @@ const shapes = new WeakMap<PgTable, TableShape>();
 function shapeOf(table: PgTable): TableShape {
   let shape = shapes.get(table);
   if (!shape) {
-    const columns = Object.entries(getTableColumns(table));
-    const keyOf = new Map(columns.map(([key, column]) => [column as PgColumn, key]));
+    const columns = Object.entries(getTableColumns(table)).map(
+      ([key, column]): ColumnShape => ({
+        key,
+        column,
+        computed:
+          !!(column.defaultFn || column.onUpdateFn || is(column.default, SQL) || column.generated || column.generatedIdentity) ||
+          (column.hasDefault && column.default === undefined),
+        jsonb: column.getSQLType() === "jsonb",
+      }),
+    );
+    const keyOf = new Map(columns.map(({ key, column }) => [column, key]));
     const fks = getTableConfig(table).foreignKeys.map((fk) => fk.reference());
     shape = {
       name: getTableName(table),
@@ -51,21 +70,19 @@ export function knownRow(table: PgTable, values: Record<string, unknown>): Recor
   const shape = shapeOf(table);
   if (shape.compound) return undefined;
   const row: Record<string, unknown> = {};
-  for (const [key, column] of shape.columns) {
+  for (const { key, column, computed, jsonb } of shape.columns) {
     const given = values[key];
     let value: unknown;
     if (given !== undefined) {
       if (is(given, SQL)) return undefined;
       value = given;
-    } else if (column.defaultFn || column.onUpdateFn || is(column.default, SQL) || column.generated || column.generatedIdentity) {
-      return undefined;
-    } else if (column.hasDefault && column.default === undefined) {
+    } else if (computed) {
       return undefined;
     } else {
       // A copy: a default object is shared by every insert.
       value = column.hasDefault ? structuredClone(column.default) : null;
     }
-    row[key] = column.getSQLType() === "jsonb" ? inJsonbOrder(value) : value;
+    row[key] = jsonb ? inJsonbOrder(value) : value;
   }
   return row;
 }
@@ -83,19 +100,19 @@ export function lockedInsertPart(table: PgTable, row: Record<string, unknown>, r
   const present = shape.references.filter((ref) => row[ref.key] !== null && row[ref.key] !== undefined);
   const values: Record<string, unknown> = {};
   // Encoded here, not by the placeholders: Drizzle would hand a null to the encoder.
-  for (const [key, column] of shape.columns) values[`c_${key}`] = row[key] === null ? null : column.mapToDriverValue(row[key]);
+  for (const { key, column } of shape.columns) values[`c_${key}`] = row[key] === null ? null : column.mapToDriverValue(row[key]);
   const build = (): SQL => {
     const locks = present.map(
       (ref, i) =>
         sql`${sql.identifier(`k${i}`)} AS (SELECT 1 FROM ${ref.table} WHERE ${ref.column} = ${sql.placeholder(`c_${ref.key}`)} FOR KEY SHARE)`,
     );
     const names = sql.join(
-      shape.columns.map(([, column]) => sql.identifier(column.name)),
+      shape.columns.map(({ column }) => sql.identifier(column.name)),
       sql`, `,
     );
     // Every column: a known row has no generated or identity column (knownRow).
     const rowValues = sql.join(
-      shape.columns.map(([key]) => sql.placeholder(`c_${key}`)),
+      shape.columns.map(({ key }) => sql.placeholder(`c_${key}`)),
       sql`, `,
     );
     const from = locks.length

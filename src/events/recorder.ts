@@ -48,6 +48,9 @@ export interface EventRecorderOptions {
   onError: (e: unknown) => void;
 }
 
+/** An event row's insert, before its values: `VALUES (…)`, or `SELECT … FROM w` in a create's one statement. */
+const EVENT_INSERT = sql.raw("INSERT INTO events (uid, type, source, subject, actor, parent_uid, time, data)");
+
 /** How long announcements are gathered before one NOTIFY goes out. */
 const ANNOUNCE_DELAY_MS = 5;
 
@@ -203,7 +206,7 @@ export class EventRecorder {
     };
     for (const [i, g] of ancestors.entries()) values[`g${i}`] = g;
     const p = (name: string) => sql.placeholder(name);
-    const event = sql`INSERT INTO events (uid, type, source, subject, actor, parent_uid, time, data)
+    const event = sql`${EVENT_INSERT}
       SELECT ${p("e_uid")}, ${p("e_type")}, ${p("e_source")}, ${p("e_subject")}, ${p("e_actor")}, ${p("e_group")}, ${p("e_time")}, ${p("e_data")}::jsonb FROM w`;
     if (!change.group) {
       const [r] = await runCompiled<{ written: number }>(db, {
@@ -249,7 +252,7 @@ export class EventRecorder {
     const time = this.opts.clock();
     const deadline = new Date(time.getTime() + this.opts.retryForMs);
     const uid = newEventUid(time);
-    const event = sql`INSERT INTO events (uid, type, source, subject, actor, parent_uid, time, data)
+    const event = sql`${EVENT_INSERT}
       VALUES (${uid}, ${e.type}, ${this.opts.source}, ${e.subject}, ${e.actor}, ${e.group}, ${time.toISOString()}, ${JSON.stringify(e.data)}::jsonb)`;
     // A global event (no group) goes to no subscription: subscriptions live in groups.
     if (!e.group) {
