@@ -1,7 +1,8 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
 import type { QueryObserver } from "../db/query-observer.js";
 import { codeName } from "../errors/index.js";
 import type { AccessRecord } from "./access-log.js";
+import { type HistogramSeries, SeriesHistogram } from "./series-histogram.js";
 
 /**
  * What `/metrics` shows, in Prometheus' text format (docs/operations.md, "Health, metrics and logs"):
@@ -14,46 +15,58 @@ import type { AccessRecord } from "./access-log.js";
  */
 export class Metrics {
   readonly registry = new Registry();
-  private readonly requestSeconds: Histogram<"rpc" | "code" | "status">;
-  private readonly grantsLookups: Counter<"result">;
+  private readonly requestSeconds: SeriesHistogram<"rpc" | "code" | "status">;
+  /** Counted here and shown at scrape time: a prom-client counter hashes its labels on every inc. */
+  private readonly grantsLookupsSeen = { hit: 0, miss: 0 };
   private readonly tokenExchanges: Counter<"outcome">;
   private readonly registryTokens: Counter<"outcome">;
-  private readonly requestSeries = new Map<string, { observe(value: number): void }>();
-  private readonly querySeconds: Histogram<"outcome">;
-  private readonly queriesInFlight: Gauge;
+  private readonly requestSeries = new Map<string, HistogramSeries>();
+  private readonly querySeconds: SeriesHistogram<"outcome">;
+  /** Kept as a number and shown at scrape time, as the grants lookups are. */
+  private queriesInFlightNow = 0;
   private readonly poolSize: Gauge;
 
   constructor() {
     collectDefaultMetrics({ register: this.registry, prefix: "platform_" });
-    this.requestSeconds = new Histogram({
-      name: "platform_request_duration_seconds",
-      help: "Requests by RPC (empty for plain HTTP routes), RPC status code and HTTP status, and how long they took.",
-      labelNames: ["rpc", "code", "status"],
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
-      registers: [this.registry],
-    });
-    this.querySeconds = new Histogram({
-      name: "platform_db_query_duration_seconds",
-      help: "Database queries the application ran, by outcome (ok or error), and how long each took from being sent to its answer, waiting for a pool connection included.",
-      labelNames: ["outcome"],
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-      registers: [this.registry],
-    });
-    this.queriesInFlight = new Gauge({
+    this.requestSeconds = new SeriesHistogram(
+      "platform_request_duration_seconds",
+      "Requests by RPC (empty for plain HTTP routes), RPC status code and HTTP status, and how long they took.",
+      ["rpc", "code", "status"],
+      [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      this.registry,
+    );
+    this.querySeconds = new SeriesHistogram(
+      "platform_db_query_duration_seconds",
+      "Database queries the application ran, by outcome (ok or error), and how long each took from being sent to its answer, waiting for a pool connection included.",
+      ["outcome"],
+      [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      this.registry,
+    );
+    const inFlight = () => this.queriesInFlightNow;
+    new Gauge({
       name: "platform_db_queries_in_flight",
       help: "Database queries sent and not yet answered; above platform_db_pool_size, queries wait for a connection.",
       registers: [this.registry],
+      collect() {
+        this.set(inFlight());
+      },
     });
     this.poolSize = new Gauge({
       name: "platform_db_pool_size",
       help: "Connections this replica may open to the database (1 for embedded PGlite).",
       registers: [this.registry],
     });
-    this.grantsLookups = new Counter({
+    const lookups = this.grantsLookupsSeen;
+    new Counter({
       name: "platform_grants_cache_lookups_total",
       help: "Lookups of callers' grants, by whether the per-replica cache had them (hit) or the database was asked (miss).",
       labelNames: ["result"],
       registers: [this.registry],
+      collect() {
+        this.reset();
+        if (lookups.hit) this.inc({ result: "hit" }, lookups.hit);
+        if (lookups.miss) this.inc({ result: "miss" }, lookups.miss);
+      },
     });
     this.tokenExchanges = new Counter({
       name: "platform_token_exchanges_total",
@@ -117,9 +130,9 @@ export class Metrics {
     const failed = this.querySeconds.labels({ outcome: "error" });
     return () => {
       const started = performance.now();
-      this.queriesInFlight.inc();
+      this.queriesInFlightNow++;
       return (success) => {
-        this.queriesInFlight.dec();
+        this.queriesInFlightNow--;
         (success ? ok : failed).observe((performance.now() - started) / 1000);
       };
     };
@@ -130,7 +143,8 @@ export class Metrics {
   }
 
   grantsLookup(hit: boolean): void {
-    this.grantsLookups.inc({ result: hit ? "hit" : "miss" });
+    if (hit) this.grantsLookupsSeen.hit++;
+    else this.grantsLookupsSeen.miss++;
   }
 
   tokenExchange(outcome: "issued" | "refused" | "invalid" | "limited"): void {
