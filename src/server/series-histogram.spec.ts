@@ -38,6 +38,18 @@ describe("SeriesHistogram", () => {
     expect(text).not.toContain('outcome="error"');
   });
 
+  it("gives one series per label values, however often asked, and zeroes them on the registry's reset", async () => {
+    const registry = new Registry();
+    const h = new SeriesHistogram("r_seconds", "help", ["outcome"], BUCKETS, registry);
+    h.labels({ outcome: "ok" }).observe(0.5);
+    h.labels({ outcome: "ok" }).observe(0.05);
+    expect((await registry.metrics()).match(/^r_seconds_count\{outcome="ok"\} (\d+)$/m)?.[1]).toBe("2");
+    registry.resetMetrics();
+    expect(await registry.metrics()).not.toContain("r_seconds_count");
+    h.labels({ outcome: "ok" }).observe(0.05);
+    expect(await registry.metrics()).toMatch(/^r_seconds_count\{outcome="ok"\} 1$/m);
+  });
+
   it("refuses buckets that do not increase", () => {
     expect(() => new SeriesHistogram("bad", "help", [], [0.1, 0.1], new Registry())).toThrow(/increase/);
   });

@@ -24,7 +24,7 @@ interface SeriesState {
 export class SeriesHistogram<L extends string> {
   readonly type = "histogram";
   readonly aggregator = "sum";
-  private readonly series: SeriesState[] = [];
+  private readonly series = new Map<string, { state: SeriesState; handle: HistogramSeries }>();
 
   constructor(
     readonly name: string,
@@ -39,14 +39,16 @@ export class SeriesHistogram<L extends string> {
     registry.registerMetric(this as never);
   }
 
-  /** The series for these label values, made on first use. */
+  /** The series for these label values, made on first use (callers keep it: this lookup is not for every observation). */
   labels(values: Record<L, string>): HistogramSeries {
     const labels: Record<string, string> = {};
     for (const name of this.labelNames) labels[name] = values[name];
+    const key = JSON.stringify(Object.values(labels));
+    const known = this.series.get(key);
+    if (known) return known.handle;
     const state: SeriesState = { labels, counts: new Float64Array(this.buckets.length + 1), sum: 0, count: 0 };
-    this.series.push(state);
     const bounds = this.buckets;
-    return {
+    const handle: HistogramSeries = {
       observe(value: number): void {
         if (!Number.isFinite(value)) return;
         let i = 0;
@@ -56,12 +58,23 @@ export class SeriesHistogram<L extends string> {
         state.count++;
       },
     };
+    this.series.set(key, { state, handle });
+    return handle;
+  }
+
+  /** Zeroes every series (prom-client's Registry.resetMetrics calls this on each metric). */
+  reset(): void {
+    for (const { state } of this.series.values()) {
+      state.counts.fill(0);
+      state.sum = 0;
+      state.count = 0;
+    }
   }
 
   /** What prom-client's registry renders (the same shape as its Histogram's). */
   async get(): Promise<{ name: string; help: string; type: string; aggregator: string; values: object[] }> {
     const values: object[] = [];
-    for (const s of this.series) {
+    for (const { state: s } of this.series.values()) {
       if (s.count === 0) continue;
       let cumulative = 0;
       for (let i = 0; i <= this.buckets.length; i++) {
