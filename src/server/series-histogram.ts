@@ -15,11 +15,11 @@ interface SeriesState {
 
 /**
  * A Prometheus histogram whose series are resolved once and then observed with a bucket search and
- * three additions. prom-client's own Histogram re-validates and re-hashes the labels of every
- * observation, even through a child from `labels()`, which cost more than the rest of the
- * request's metrics (docs/operations.md, "Health, metrics and logs"). This one registers with prom-client's registry and
- * reports in prom-client's shape (the `_bucket` series with `le` first, then `_sum` and `_count`),
- * so `/metrics` reads as before. Its label values come from closed sets, as every series' do.
+ * three additions (docs/operations.md, "Health, metrics and logs"). prom-client's own Histogram
+ * re-validates and re-hashes the labels of every observation, even through a child from
+ * `labels()`. This one registers with prom-client's registry and reports in prom-client's shape
+ * (the `_bucket` series with `le` first, then `_sum` and `_count`), so `/metrics` reads as before.
+ * Its label values come from closed sets, as every series' do.
  */
 export class SeriesHistogram<L extends string> {
   readonly type = "histogram";
