@@ -112,6 +112,18 @@ async function startService(name: string, env: Record<string, string>, profileDi
   };
 }
 
+/** The floor server (bench/floor-server.ts) on `dbUrl`, stopped at the bench's cleanup if not before. */
+async function startFloor(name: string, dbUrl: string): Promise<{ child: Started["child"]; base: string; pid: number }> {
+  const floor = await startNode({
+    name,
+    args: ["--import", "tsx", "bench/floor-server.ts"],
+    env: { DATABASE_URL: dbUrl },
+    ready: /"port":(\d+)/,
+  });
+  cleanups.push(() => stopProcess(floor.child));
+  return { child: floor.child, base: `http://127.0.0.1:${floor.match[1]}`, pid: floor.child.pid! };
+}
+
 async function stopService(svc: Service, label: string): Promise<void> {
   const clean = await stopProcess(svc.started.child);
   if (!clean) log(`  (${label} did not exit within 20 s of SIGTERM and was killed${svc.profileDir ? "; no CPU profile" : ""})`);
@@ -319,15 +331,9 @@ async function postgresPart(work: string, profileRoot: string | undefined): Prom
   const conns = `${CONNECTIONS} conns`;
 
   log("\nFloor (node:http + postgres.js, no auth):");
-  const floor = await startNode({
-    name: "floor",
-    args: ["--import", "tsx", "bench/floor-server.ts"],
-    env: { DATABASE_URL: db.url },
-    ready: /"port":(\d+)/,
-  });
-  cleanups.push(() => stopProcess(floor.child));
-  const floorBase = `http://127.0.0.1:${floor.match[1]}`;
-  const floorPid = floor.child.pid;
+  const floor = await startFloor("floor", db.url);
+  const floorBase = floor.base;
+  const floorPid = floor.pid;
   await expectGroup("floor GetGroup", fetch(`${floorBase}/groups/${sample}`), sample);
   await expectList("floor list", fetch(`${floorBase}/list?parent=${org.uid}`), CHILDREN);
   const floorGet = await httpLoad(
@@ -463,13 +469,7 @@ async function curvesPart(work: string, profileRoot: string | undefined): Promis
     createClients: CREATE_CLIENTS,
     log,
   };
-  const floor = await startNode({
-    name: "floor/curves",
-    args: ["--import", "tsx", "bench/floor-server.ts"],
-    env: { DATABASE_URL: db.url },
-    ready: /"port":(\d+)/,
-  });
-  cleanups.push(() => stopProcess(floor.child));
+  const floor = await startFloor("floor/curves", db.url);
   const curve = await measureCostCurves(
     {
       base: svc.base,
@@ -477,8 +477,8 @@ async function curvesPart(work: string, profileRoot: string | undefined): Promis
       pid: svc.pid,
       dbUrl: db.url,
       org: org.uid,
-      floorBase: `http://127.0.0.1:${floor.match[1]}`,
-      floorPid: floor.child.pid!,
+      floorBase: floor.base,
+      floorPid: floor.pid,
     },
     load,
   );
