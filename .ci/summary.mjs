@@ -12,7 +12,6 @@ let skipped = 0;
 const failures = [];
 const head = (text) =>
   String(text ?? "")
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: strips ANSI colour codes
     .replace(/\u001b\[[0-9;]*m/g, "")
     .split("\n")
     .slice(0, 6)
