@@ -4,8 +4,10 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# Sources are not here yet: the build runs below, not through `prepare`.
-RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY patches ./patches
+# Sources are not here yet: the build runs below, not through `prepare`; the dependencies' fixes
+# (patches/, docs/design.md "The PostgreSQL pool") are applied here rather than by `postinstall`.
+RUN npm ci --ignore-scripts --no-audit --no-fund && npx patch-package --error-on-fail
 COPY tsconfig.json tsconfig.build.json ./
 COPY gen ./gen
 COPY src ./src
