@@ -1,19 +1,26 @@
 import { sql } from "drizzle-orm";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GRANTS_CHANGED_CHANNEL } from "../../src/authz/index.js";
 import { restClient, type RestResponse, type RestClient } from "../support/clients.js";
 import { bind, createGroup, createIdentity, createRole, ok, uidOf } from "../support/rest-iam.js";
-import type { TestServer } from "../support/server.js";
-import { sharedServerAsAdmin } from "../support/shared-server.js";
+import { startTestServer, type TestServer } from "../support/server.js";
 
 // The per-replica cache of callers' grants (docs/design.md, "Tokens and access"): cleared by the
 // database's NOTIFY when bindings, root bindings or roles change, and on PostgreSQL also by the
 // replica after each write it serves, since its NOTIFY may reach the replica after the response.
+// A server of its own, not the worker's shared one: the tests count the server's lookups, and on a
+// shared server the deliveries of other files' subscriptions look up their creators' grants too.
 
 let server: TestServer;
 let admin: RestClient;
 let counter = 0;
-beforeAll(async () => ({ server, call: admin } = await sharedServerAsAdmin()));
+beforeAll(async () => {
+  server = await startTestServer();
+  admin = restClient(server.url, server.token);
+});
+afterAll(async () => {
+  await server?.stop();
+});
 
 /** An organization with a caller bound to a custom role holding `capabilities` there. */
 async function callerWith(capabilities: string[]) {
