@@ -29,6 +29,14 @@ function optionsFor(rowMode: "array" | "object" | undefined, rawTypes: number[] 
 
 const post = (reply: HostReply): void => port.postMessage(reply);
 
+/**
+ * Each listened channel's way out: PGlite's `unlisten(channel)` without the callback sends UNLISTEN
+ * but keeps the callback, which the next `listen` of the channel then adds to, so every NOTIFY
+ * came once more per earlier listen (a store lent to one server after another heard each grants
+ * change seven times). The function `listen` returns removes its own callback.
+ */
+const listening = new Map<string, () => Promise<void>>();
+
 async function run(pg: PGlite, request: HostRequest): Promise<unknown> {
   switch (request.op) {
     case "query":
@@ -38,11 +46,17 @@ async function run(pg: PGlite, request: HostRequest): Promise<unknown> {
     case "listen":
       // PGlite calls back while the query that notified runs: the notification goes out before
       // that query's answer, as in-process (the authorizer relies on it).
-      await pg.listen(request.channel, (payload) => post({ op: "notify", channel: request.channel, payload }));
+      if (!listening.has(request.channel)) {
+        const channel = request.channel;
+        listening.set(channel, await pg.listen(channel, (payload) => post({ op: "notify", channel, payload })));
+      }
       return undefined;
-    case "unlisten":
-      await pg.unlisten(request.channel);
+    case "unlisten": {
+      const unlisten = listening.get(request.channel);
+      listening.delete(request.channel);
+      await unlisten?.();
       return undefined;
+    }
     case "close":
       await pg.close();
       return undefined;

@@ -159,6 +159,17 @@ describe("PgliteThread", () => {
     await new Promise((r) => setTimeout(r, 20));
     expect(heard).toHaveLength(3);
   });
+
+  it("delivers a notification once however often its channel was listened to and unlistened before", async () => {
+    // As a store lent to one server after another is: each listens, and unlistens when it closes.
+    for (let i = 0; i < 3; i++) await (await thread.listen("thread_again", () => {}))();
+    const heard: string[] = [];
+    const stop = await thread.listen("thread_again", (p) => heard.push(p));
+    await thread.query("select pg_notify('thread_again', 'once')");
+    await thread.query("select 1");
+    expect(heard).toEqual(["once"]);
+    await stop();
+  });
 });
 
 describe("PgliteThread's end", () => {
