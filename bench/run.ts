@@ -179,6 +179,35 @@ function reads(url: string, extra: Partial<HttpLoad> = {}): HttpLoad {
   return { url, connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, ...extra };
 }
 
+/** How long a run lasts and how many connections (or h2 streams) it keeps busy. */
+type Window = Pick<HttpLoad, "connections" | "seconds" | "warmupSeconds">;
+const READS: Window = { connections: CONNECTIONS, seconds: SECONDS, warmupSeconds: WARMUP_SECONDS };
+
+/** The service's REST GetGroup of a random uid of `pool`, each request. */
+function restGetGroup(svc: Service, pool: string[], window: Window): HttpLoad {
+  return {
+    ...window,
+    url: `${svc.base}/iam/v2beta1/groups/${pool[0]}`,
+    headers: svc.headers,
+    serverPid: svc.pid,
+    next: () => ({ path: `/iam/v2beta1/groups/${pick(pool)}` }),
+  };
+}
+
+/** The floor's GetGroup of a random uid of `pool`, each request. */
+function floorGetGroup(floor: { base: string; pid: number }, pool: string[], window: Window): HttpLoad {
+  return { ...window, url: `${floor.base}/groups/${pool[0]}`, serverPid: floor.pid, next: () => ({ path: `/groups/${pick(pool)}` }) };
+}
+
+/** The service's gRPC GetGroup of the uids in `uidsFile`, on one h2 session. */
+function grpcGetGroup(svc: Service, uidsFile: string, window: Window): Promise<Figures> {
+  const { connections: streams, seconds, warmupSeconds } = window;
+  return runGrpcLoad(
+    { origin: svc.base, authorization: svc.headers["authorization"], uidsFile, streams, sessions: 1, warmupSeconds, seconds },
+    svc.pid,
+  );
+}
+
 interface ServiceFigures {
   rest?: Figures;
   connect?: Figures;
@@ -225,13 +254,7 @@ async function measureService(
   };
   memAfter("warm-up requests");
   const conns = `${CONNECTIONS} conns`;
-  out.rest = await httpLoad(
-    reads(`${svc.base}/iam/v2beta1/groups/${sample}`, {
-      headers: svc.headers,
-      serverPid: svc.pid,
-      next: () => ({ path: `/iam/v2beta1/groups/${pick(pool)}` }),
-    }),
-  );
+  out.rest = await httpLoad(restGetGroup(svc, pool, READS));
   log(describe(`${tag} GetGroup, REST (random uid)`, out.rest, conns));
   memAfter("GetGroup REST");
   out.connect = await httpLoad(
@@ -245,18 +268,7 @@ async function measureService(
   );
   log(describe(`${tag} GetGroup, Connect JSON (HTTP/1.1)`, out.connect, conns));
   memAfter("GetGroup Connect");
-  out.grpc = await runGrpcLoad(
-    {
-      origin: svc.base,
-      authorization: svc.headers["authorization"],
-      uidsFile,
-      streams: GRPC_STREAMS,
-      sessions: 1,
-      warmupSeconds: WARMUP_SECONDS,
-      seconds: SECONDS,
-    },
-    svc.pid,
-  );
+  out.grpc = await grpcGetGroup(svc, uidsFile, { ...READS, connections: GRPC_STREAMS });
   log(describe(`${tag} GetGroup, gRPC (HTTP/2)`, out.grpc, `${GRPC_STREAMS} streams, 1 session`));
   memAfter("GetGroup gRPC");
   out.list = await httpLoad(
@@ -351,9 +363,7 @@ async function postgresPart(work: string, profileRoot: string | undefined): Prom
   const floorPid = floor.pid;
   await expectGroup("floor GetGroup", fetch(`${floorBase}/groups/${sample}`), sample);
   await expectList("floor list", fetch(`${floorBase}/list?parent=${org.uid}`), CHILDREN);
-  const floorGet = await httpLoad(
-    reads(`${floorBase}/groups/${sample}`, { serverPid: floorPid, next: () => ({ path: `/groups/${pick(plan.pool)}` }) }),
-  );
+  const floorGet = await httpLoad(floorGetGroup(floor, plan.pool, READS));
   log(describe("floor GetGroup (1 prepared select)", floorGet, conns));
   const floorList = await httpLoad(reads(`${floorBase}/list?parent=${org.uid}`, { serverPid: floorPid }));
   log(describe("floor list (page 50 + count(*))", floorList, conns));
@@ -443,34 +453,12 @@ async function postgresPart(work: string, profileRoot: string | undefined): Prom
 async function pairedRounds(svc: Service, floor: { base: string; pid: number }, pool: string[], uidsFile: string): Promise<PairedRound[]> {
   if (PAIRED_ROUNDS <= 0) return [];
   log(`\nPaired GetGroup rounds (floor, REST, gRPC back to back; ${PAIRED_SECONDS} s each after 1 s warm-up):`);
-  const window = { connections: CONNECTIONS, seconds: PAIRED_SECONDS, warmupSeconds: 1 };
+  const window: Window = { connections: CONNECTIONS, seconds: PAIRED_SECONDS, warmupSeconds: 1 };
   const rounds: PairedRound[] = [];
   for (let i = 0; i < PAIRED_ROUNDS; i++) {
-    const floorGet = await httpLoad({
-      ...window,
-      url: `${floor.base}/groups/${pool[0]}`,
-      serverPid: floor.pid,
-      next: () => ({ path: `/groups/${pick(pool)}` }),
-    });
-    const rest = await httpLoad({
-      ...window,
-      url: `${svc.base}/iam/v2beta1/groups/${pool[0]}`,
-      headers: svc.headers,
-      serverPid: svc.pid,
-      next: () => ({ path: `/iam/v2beta1/groups/${pick(pool)}` }),
-    });
-    const grpc = await runGrpcLoad(
-      {
-        origin: svc.base,
-        authorization: svc.headers["authorization"],
-        uidsFile,
-        streams: GRPC_STREAMS,
-        sessions: 1,
-        warmupSeconds: 1,
-        seconds: PAIRED_SECONDS,
-      },
-      svc.pid,
-    );
+    const floorGet = await httpLoad(floorGetGroup(floor, pool, window));
+    const rest = await httpLoad(restGetGroup(svc, pool, window));
+    const grpc = await grpcGetGroup(svc, uidsFile, { ...window, connections: GRPC_STREAMS });
     rounds.push({ floor: floorGet, rest, grpc });
     const cpu = (f: Figures) => `${Math.round(f.cpuUsPerRequest ?? NaN)} µs`;
     log(
@@ -515,9 +503,7 @@ async function pglitePart(work: string, profileRoot: string | undefined): Promis
   log(`  service start → ready, seeded data dir: ${svc.started.readyMs.toFixed(0)} ms`);
   const service = await measureService(svc, org.uid, plan.pool, uidsFile, createsParent.uid, "pglite");
   const one = { connections: 1, headers: svc.headers, serverPid: svc.pid };
-  const rest = await httpLoad(
-    reads(`${svc.base}/iam/v2beta1/groups/${plan.pool[0]}`, { ...one, next: () => ({ path: `/iam/v2beta1/groups/${pick(plan.pool)}` }) }),
-  );
+  const rest = await httpLoad(restGetGroup(svc, plan.pool, { ...READS, connections: 1 }));
   log(describe("pglite GetGroup, REST (random uid)", rest, "1 conn"));
   const list = await httpLoad(reads(`${svc.base}/iam/v2beta1/groups?uidp.children_of=${org.uid}&page_size=50`, one));
   log(describe("pglite ListGroups page 50 + totalCount, REST", list, "1 conn"));
