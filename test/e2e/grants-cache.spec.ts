@@ -8,8 +8,9 @@ import { startTestServer, type TestServer } from "../support/server.js";
 // The per-replica cache of callers' grants (docs/design.md, "Tokens and access"): cleared by the
 // database's NOTIFY when bindings, root bindings or roles change, and on PostgreSQL also by the
 // replica after each write it serves, since its NOTIFY may reach the replica after the response.
-// A server of its own, not the worker's shared one: the tests count the server's lookups, and on a
-// shared server the deliveries of other files' subscriptions look up their creators' grants too.
+// A server of its own, not the worker's shared one: the tests count all of the server's lookups, and
+// on a shared server other files' activity counts too (their subscriptions' deliveries, for one,
+// look up their creators' grants).
 
 let server: TestServer;
 let admin: RestClient;
