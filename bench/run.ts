@@ -32,7 +32,7 @@ import { runGrpcLoad } from "./grpc-load.js";
 import { httpLoad, type HttpLoad } from "./http-load.js";
 import { killAll, readMemory, RssSampler, startNode, stopProcess, type Started } from "./processes.js";
 import { formatProfile, summariseProfiles, threadOf } from "./profile-summary.js";
-import { describe, markdownTables, rate, ratio, verdict, type Check, type Figures, type Row } from "./report.js";
+import { describe, markdownTables, percentile, rate, ratio, verdict, type Check, type Figures, type Row } from "./report.js";
 
 const QUICK = process.env["BENCH_QUICK"] === "1";
 const SECONDS = QUICK ? 2 : Number(process.env["BENCH_SECONDS"] ?? 10);
@@ -119,8 +119,15 @@ async function startService(name: string, env: Record<string, string>, profileDi
   };
 }
 
+/** A running floor server: its process, base URL and pid. */
+interface Floor {
+  child: Started["child"];
+  base: string;
+  pid: number;
+}
+
 /** The floor server (bench/floor-server.ts) on `dbUrl`, stopped at the bench's cleanup if not before. */
-async function startFloor(name: string, dbUrl: string): Promise<{ child: Started["child"]; base: string; pid: number }> {
+async function startFloor(name: string, dbUrl: string): Promise<Floor> {
   const floor = await startNode({
     name,
     args: ["--import", "tsx", "bench/floor-server.ts"],
@@ -195,7 +202,7 @@ function restGetGroup(svc: Service, pool: string[], window: Window): HttpLoad {
 }
 
 /** The floor's GetGroup of a random uid of `pool`, each request. */
-function floorGetGroup(floor: { base: string; pid: number }, pool: string[], window: Window): HttpLoad {
+function floorGetGroup(floor: Floor, pool: string[], window: Window): HttpLoad {
   return { ...window, url: `${floor.base}/groups/${pool[0]}`, serverPid: floor.pid, next: () => ({ path: `/groups/${pick(pool)}` }) };
 }
 
@@ -359,13 +366,11 @@ async function postgresPart(work: string, profileRoot: string | undefined): Prom
 
   log("\nFloor (node:http + postgres.js, no auth):");
   const floor = await startFloor("floor", db.url);
-  const floorBase = floor.base;
-  const floorPid = floor.pid;
-  await expectGroup("floor GetGroup", fetch(`${floorBase}/groups/${sample}`), sample);
-  await expectList("floor list", fetch(`${floorBase}/list?parent=${org.uid}`), CHILDREN);
+  await expectGroup("floor GetGroup", fetch(`${floor.base}/groups/${sample}`), sample);
+  await expectList("floor list", fetch(`${floor.base}/list?parent=${org.uid}`), CHILDREN);
   const floorGet = await httpLoad(floorGetGroup(floor, plan.pool, READS));
   log(describe("floor GetGroup (1 prepared select)", floorGet, conns));
-  const floorList = await httpLoad(reads(`${floorBase}/list?parent=${org.uid}`, { serverPid: floorPid }));
+  const floorList = await httpLoad(reads(`${floor.base}/list?parent=${org.uid}`, { serverPid: floor.pid }));
   log(describe("floor list (page 50 + count(*))", floorList, conns));
 
   log("\nBare Connect handler (connect-node adapter + postgres.js):");
@@ -412,7 +417,7 @@ async function postgresPart(work: string, profileRoot: string | undefined): Prom
   /** Unique-name creates against one floor route, with the same clients and timing as the service's. */
   const floorCreates = async (route: string, label: string): Promise<Figures> => {
     const figures = await httpLoad({
-      url: `${floorBase}${route}`,
+      url: `${floor.base}${route}`,
       method: "POST",
       headers: json,
       body: JSON.stringify({ parent: plan.floorCreatesParent, name: `first ${route}` }),
@@ -420,7 +425,7 @@ async function postgresPart(work: string, profileRoot: string | undefined): Prom
       connections: CREATE_CLIENTS,
       seconds: SECONDS,
       warmupSeconds: Math.min(1, WARMUP_SECONDS),
-      serverPid: floorPid,
+      serverPid: floor.pid,
     });
     log(describe(label, figures, `${CREATE_CLIENTS} clients`));
     return figures;
@@ -450,7 +455,7 @@ async function postgresPart(work: string, profileRoot: string | undefined): Prom
  * PAIRED_SECONDS after a 1 s warm-up, one right after the other: each round's ratios compare runs
  * that saw the same machine.
  */
-async function pairedRounds(svc: Service, floor: { base: string; pid: number }, pool: string[], uidsFile: string): Promise<PairedRound[]> {
+async function pairedRounds(svc: Service, floor: Floor, pool: string[], uidsFile: string): Promise<PairedRound[]> {
   if (PAIRED_ROUNDS <= 0) return [];
   log(`\nPaired GetGroup rounds (floor, REST, gRPC back to back; ${PAIRED_SECONDS} s each after 1 s warm-up):`);
   const window: Window = { connections: CONNECTIONS, seconds: PAIRED_SECONDS, warmupSeconds: 1 };
@@ -565,9 +570,9 @@ function checks(pg: PostgresResults): Check[] {
   };
   // A ratio of the paired rounds: their median judged, their range and the single runs' ratio shown.
   const paired = (name: string, of: (round: PairedRound) => number, single: number, min: number): Check => {
-    const values = pg.paired.map(of).sort((a, b) => a - b);
+    const values = Float64Array.from(pg.paired.map(of)).sort();
     if (values.length === 0) return r(name, single, min);
-    const median = values[Math.floor(values.length / 2)]!;
+    const median = percentile(values, 0.5);
     const range = `${values[0]!.toFixed(2)}–${values[values.length - 1]!.toFixed(2)}`;
     return {
       name,
