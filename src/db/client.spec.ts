@@ -65,11 +65,12 @@ describe("openDatabase on a PGlite the caller opened", () => {
 
 describe("openDatabase on a new PGlite data directory", () => {
   it("makes the cluster in the directory it locks, names its holder there, and opens it again after close", async () => {
-    // No template: what `npm start` does on a first run (PGlite makes a cluster only in an empty directory).
+    // No template: what `npm start` does on a first run without the build's (PGlite makes a cluster
+    // only in an empty directory). With one: pglite-template.spec.ts.
     const parent = await mkdtemp(join(tmpdir(), "platform-new-store-"));
     const dir = join(parent, "pglite");
     try {
-      const first = await openDatabase({ pgliteDir: dir });
+      const first = await openDatabase({ pgliteDir: dir, pgliteTemplate: null });
       first.describeHolder({ port: 4321 });
       expect(JSON.parse(await readFile(join(dir, LOCK_FILE), "utf8"))).toMatchObject({ pid: process.pid, port: 4321 });
       await expect(openDatabase({ pgliteDir: dir })).rejects.toThrow(/in use by process \d+ \(serving on port 4321\)/);

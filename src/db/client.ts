@@ -1,5 +1,3 @@
-import { mkdirSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import type { PGlite } from "@electric-sql/pglite";
 import { sql, type SQL } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
@@ -9,8 +7,11 @@ import { drizzle as drizzlePostgres } from "drizzle-orm/postgres-js";
 import { migrate as migratePostgres } from "drizzle-orm/postgres-js/migrator";
 import postgres from "postgres";
 import { syncBuiltInRoles, type BuiltInRolesSync } from "./built-in-roles.js";
-import { lockDirectory, type LockHolder } from "./directory-lock.js";
-import { PgliteThread } from "./pglite-thread.js";
+import type { LockHolder } from "./directory-lock.js";
+import { MIGRATIONS_FOLDER } from "./migrations-folder.js";
+import { type OpenedPglite, openPgliteDirectory } from "./pglite-store.js";
+import { defaultTemplateDir } from "./pglite-template.js";
+import type { PgliteThread } from "./pglite-thread.js";
 import { preparingPostgres, StatementAdmission } from "./prepared-statements.js";
 import { observedPglite, observedPostgres, type QueryObserver } from "./query-observer.js";
 import * as schema from "./schema.js";
@@ -54,6 +55,17 @@ export interface DatabaseOptions {
    * (docs/design.md, "Storage"). Not with `databaseUrl`.
    */
   pglite?: PgliteThread;
+  /**
+   * The cluster a new `pgliteDir` is filled from before PGlite opens it (pglite-template.ts):
+   * by default the one the build made (`dist/pglite-template`); null for none, PGlite's initdb.
+   */
+  pgliteTemplate?: string | null;
+  /**
+   * The store's directory, being opened already (openPgliteDirectory), by an entry point that
+   * started it while it loaded the rest; the handle owns it as if it had opened it. Not with
+   * `databaseUrl` or `pglite`.
+   */
+  pgliteOpening?: Promise<OpenedPglite>;
   /** Told of every query the application runs (not migrations): metrics. */
   observeQuery?: QueryObserver;
 }
@@ -73,7 +85,6 @@ export function reconnectDelaySeconds(failures: number): number {
   return Math.min(0.05 * 2 ** failures, 2) * (0.5 + Math.random() / 2);
 }
 
-const migrationsFolder = fileURLToPath(new URL("./migrations", import.meta.url));
 // Serializes migrations when several replicas start at once against one PostgreSQL.
 const MIGRATION_LOCK_ID = 7_201_304_981;
 
@@ -83,7 +94,8 @@ const MIGRATION_LOCK_ID = 7_201_304_981;
  * docs/design.md, "Built-in roles"), and returns a handle.
  */
 export async function openDatabase(opts: DatabaseOptions): Promise<DatabaseHandle> {
-  if (opts.databaseUrl && opts.pglite) throw new Error("openDatabase: a PGlite was given with a PostgreSQL URL; give one or the other");
+  if (opts.databaseUrl && (opts.pglite || opts.pgliteOpening))
+    throw new Error("openDatabase: a PGlite was given with a PostgreSQL URL; give one or the other");
   if (opts.databaseUrl) {
     const builtInRoles = await migratePostgresLocked(opts.databaseUrl);
     const client = postgres(opts.databaseUrl, { max: POSTGRES_POOL_SIZE, backoff: reconnectDelaySeconds, onnotice: () => {} });
@@ -109,23 +121,23 @@ export async function openDatabase(opts: DatabaseOptions): Promise<DatabaseHandl
       close: () => client.end({ timeout: 0 }),
     };
   }
-  const ownsDirectory = !opts.pglite && !opts.pgliteDir.startsWith("memory://");
-  if (ownsDirectory) mkdirSync(opts.pgliteDir, { recursive: true });
-  // One process per data directory: PGlite does not lock it, and a second one would each see only
-  // its own writes and lose the other's (docs/design.md, "Storage").
-  const lock = ownsDirectory ? await lockDirectory(opts.pgliteDir) : undefined;
-  let client: PgliteThread;
+  // A new directory starts as a copy of the build's template (docs/design.md, "Storage").
+  const template = opts.pgliteTemplate === undefined ? defaultTemplateDir() : (opts.pgliteTemplate ?? undefined);
+  const { thread: client, lock } = opts.pglite
+    ? { thread: opts.pglite, lock: undefined }
+    : await (opts.pgliteOpening ?? openPgliteDirectory(opts.pgliteDir, template));
   let builtInRoles: BuiltInRolesSync;
   try {
-    // Off the event loop: docs/design.md, "Storage". The thread cuts PGlite's parsers down (pglite-parsers.ts).
-    client = opts.pglite ?? (await PgliteThread.open(opts.pgliteDir));
     const migrator = drizzlePglite(asPglite(client), { schema });
-    await migratePglite(migrator, { migrationsFolder });
+    await migratePglite(migrator, { migrationsFolder: MIGRATIONS_FOLDER });
     builtInRoles = await syncBuiltInRoles(migrator);
     // The store is open: now the holder's name may go into its directory (directory-lock.ts).
     lock?.describe({});
   } catch (e) {
-    await lock?.release();
+    if (!opts.pglite) {
+      await client.close().catch(() => {});
+      await lock?.release();
+    }
     throw e;
   }
   const db = drizzlePglite(asPglite(opts.observeQuery ? observedPglite(client, opts.observeQuery) : client), {
@@ -173,7 +185,7 @@ async function migratePostgresLocked(url: string): Promise<BuiltInRolesSync> {
     const db = drizzlePostgres(client);
     await db.execute(sql`select pg_advisory_lock(${MIGRATION_LOCK_ID})`);
     try {
-      await migratePostgres(db, { migrationsFolder });
+      await migratePostgres(db, { migrationsFolder: MIGRATIONS_FOLDER });
       return await syncBuiltInRoles(db);
     } finally {
       await db.execute(sql`select pg_advisory_unlock(${MIGRATION_LOCK_ID})`);

@@ -5,12 +5,13 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { PGlite, type QueryOptions } from "@electric-sql/pglite";
 import { keepBuiltInTypeParsers } from "./pglite-parsers.js";
+import { seedFromTemplate } from "./pglite-template.js";
 import { compilePglite } from "./pglite-wasm.js";
 import { errorFields, type HostReply, type HostRequest, type HostStart } from "./pglite-protocol.js";
 
 const port = parentPort;
 if (!port) throw new Error("pglite-host.ts runs as a worker thread (pglite-thread.ts starts it)");
-const { dataDir } = workerData as HostStart;
+const { dataDir, template } = workerData as HostStart;
 
 // Query options by the set of types read as text, made once per set: drizzle passes the same one.
 const rawOptions = new Map<string, QueryOptions>();
@@ -66,6 +67,8 @@ async function run(pg: PGlite, request: HostRequest): Promise<unknown> {
 async function main(): Promise<void> {
   let pg: PGlite;
   try {
+    // Here, off the main thread: the copy overlaps the server's own start.
+    if (template !== undefined && !dataDir.startsWith("memory://")) seedFromTemplate(dataDir, template);
     // With the store's shared_buffers (pglite-wasm.ts).
     pg = new PGlite(dataDir, { wasmModule: await compilePglite() });
     await keepBuiltInTypeParsers(pg);

@@ -2,6 +2,8 @@
 
 export interface HostStart {
   dataDir: string;
+  /** A template to copy into `dataDir` when it is new (pglite-template.ts). */
+  template?: string | undefined;
 }
 
 export type HostRequest = { id: number } & (

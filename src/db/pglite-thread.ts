@@ -70,9 +70,12 @@ export class PgliteThread implements PgliteQueries {
     );
   }
 
-  /** Starts a thread on `dataDir` (a directory, or `memory://`); resolves once PGlite is open. */
-  static async open(dataDir: string): Promise<PgliteThread> {
-    const worker = startHost({ dataDir });
+  /**
+   * Starts a thread on `dataDir` (a directory, or `memory://`); resolves once PGlite is open. A new
+   * directory is first filled from `template` when one is given (pglite-template.ts).
+   */
+  static async open(dataDir: string, template?: string): Promise<PgliteThread> {
+    const worker = startHost({ dataDir, template });
     const ready = new Promise<void>((resolve, reject) => {
       const onMessage = (message: HostReply) => {
         if (message.op !== "ready" && message.op !== "failed") return;

@@ -6,6 +6,7 @@ import type { webcrypto } from "node:crypto";
 import { and, eq } from "drizzle-orm";
 import { calculateJwkThumbprint, exportJWK, importJWK, type CryptoKey, type JWK } from "jose";
 import { SecretBox } from "../crypto/index.js";
+import { DEFAULT_REGISTRY_ROTATE_AFTER_MS, MAX_REGISTRY_ROTATE_AFTER_MS, MIN_REGISTRY_ROTATE_AFTER_MS } from "./key-rotation.js";
 import { schema, settingContext, type Database } from "../db/index.js";
 
 // The key that signs registry tokens (docs/design.md, "The image registry"). The registry reads its
@@ -48,10 +49,8 @@ export interface RegistryKeysOptions {
   tokenTtlMs?: number;
 }
 
+export { DEFAULT_REGISTRY_ROTATE_AFTER_MS, MAX_REGISTRY_ROTATE_AFTER_MS, MIN_REGISTRY_ROTATE_AFTER_MS } from "./key-rotation.js";
 export const REGISTRY_SIGNING_KEYS_SETTING = "registry.signing_keys";
-export const DEFAULT_REGISTRY_ROTATE_AFTER_MS = 90 * 24 * 60 * 60 * 1000;
-export const MIN_REGISTRY_ROTATE_AFTER_MS = 60 * 60 * 1000;
-export const MAX_REGISTRY_ROTATE_AFTER_MS = 5 * 365 * 24 * 60 * 60 * 1000;
 const DEFAULT_TOKEN_TTL_MS = 300 * 1000;
 const MAX_TOKEN_TTL_MS = 24 * 60 * 60 * 1000;
 /** Clocks of this service and the registry may differ by this much. */

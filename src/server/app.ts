@@ -1,6 +1,5 @@
 import { withoutTrailingSlash } from "../http/index.js";
 import { readFile } from "node:fs/promises";
-import { join } from "node:path";
 import type { ConnectRouter } from "@connectrpc/connect";
 import { sql } from "drizzle-orm";
 import type { Logger } from "pino";
@@ -23,6 +22,7 @@ import { devIssuer, loginRoutes } from "../auth/login/index.js";
 import { Authorizer, GRANTS_CHANGED_CHANNEL, Grants, GrantsCache } from "../authz/index.js";
 import { SecretBox, ensurePrivateDir, loadMasterKey } from "../crypto/index.js";
 import { openDatabase, type PgliteThread, POSTGRES_POOL_SIZE, sealPlaintextClientSecrets, type DatabaseHandle } from "../db/index.js";
+import { type OpenedPglite, pgliteDirIn } from "../db/pglite-store.js";
 import { Egress } from "../egress/index.js";
 import {
   CreatorCheck,
@@ -72,6 +72,8 @@ export interface AppOptions {
   adminTokenCheckMs?: number;
   /** An open PGlite to use as the store instead of the data directory's, left open at close (DatabaseOptions.pglite). */
   pglite?: PgliteThread;
+  /** The data directory's PGlite, being opened already by the entry point (DatabaseOptions.pgliteOpening). */
+  pgliteOpening?: Promise<OpenedPglite>;
   /** Log lines the log destination dropped so far (LogDestination.dropped), for /metrics. */
   logLinesDropped?: () => number;
 }
@@ -137,8 +139,9 @@ async function start(config: Config, opts: AppOptions, subsystems: Subsystems): 
     "database",
     await openDatabase({
       databaseUrl: config.databaseUrl,
-      pgliteDir: join(config.dataDir, "pglite"),
+      pgliteDir: pgliteDirIn(config.dataDir),
       pglite: opts.pglite,
+      pgliteOpening: opts.pgliteOpening,
       observeQuery: metrics.queryObserver(),
     }),
     (d) => d.close(),

@@ -1,11 +1,11 @@
-import { withoutTrailingSlash } from "../http/index.js";
+import { withoutTrailingSlash } from "../http/url.js";
 import { resolve } from "node:path";
 import type { OrgCreationPolicy } from "../authz/authorizer.js";
 import { isLoopbackHost } from "../auth/login/dev-provider.js";
 import { PlatformAdmins } from "../auth/login/platform-admins.js";
 import { decodeMasterKey } from "../crypto/index.js";
-import { DEFAULT_REGISTRY_ROTATE_AFTER_MS, MAX_REGISTRY_ROTATE_AFTER_MS, MIN_REGISTRY_ROTATE_AFTER_MS } from "../registry/registry-keys.js";
-import { DEFAULT_EVENT_STREAM_LIMITS as STREAMS, type EventStreamLimits } from "../services/events/streams.js";
+import { DEFAULT_REGISTRY_ROTATE_AFTER_MS, MAX_REGISTRY_ROTATE_AFTER_MS, MIN_REGISTRY_ROTATE_AFTER_MS } from "../registry/key-rotation.js";
+import { DEFAULT_EVENT_STREAM_LIMITS as STREAMS, type EventStreamLimits } from "../services/events/stream-limits.js";
 
 /** Everything the server reads from its environment (docs/operations.md, "Configuration"). */
 export interface Config {

@@ -1,7 +1,9 @@
 import { existsSync } from "node:fs";
-import { DirectoryInUseError } from "../db/index.js";
+import { ensurePrivateDir } from "../crypto/private-dir.js";
+import { DirectoryInUseError } from "../db/directory-lock.js";
+import { openPgliteDirectory, pgliteDirIn } from "../db/pglite-store.js";
+import { defaultTemplateDir } from "../db/pglite-template.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
-import { startApp } from "./app.js";
 import { serializeError, type SerializedError } from "./error-serializer.js";
 import { createLogger, stdoutDestination } from "./logger.js";
 
@@ -40,7 +42,13 @@ async function main(): Promise<void> {
   const destination = stdoutDestination();
   const logger = createLogger(config.logLevel, destination);
   setInterval(() => destination.flush(), LOG_FLUSH_MS).unref();
-  const app = await startApp(config, { logger, logLinesDropped: () => destination.dropped });
+  // The embedded store opens in its thread (PGlite's WASM, a new directory's copy of the template)
+  // while this one loads the rest of the server, about a second of each (docs/design.md, "Storage").
+  // Its failure (a directory in use) is reported by startApp, which takes it over.
+  const pgliteOpening = config.databaseUrl ? undefined : openEarly(config.dataDir);
+  pgliteOpening?.catch(() => {});
+  const { startApp } = await import("./app.js");
+  const app = await startApp(config, { logger, logLinesDropped: () => destination.dropped, pgliteOpening });
   // Whoever waits for the startup lines (the port, the admin token path) sees them now.
   destination.flush();
   const exit = (code: number) => {
@@ -83,6 +91,12 @@ async function main(): Promise<void> {
     // Once: a second stop() is a second signal, which exits without draining.
     if (process.ppid !== parent && !stopping) stop("parent exited");
   }, PARENT_CHECK_MS).unref();
+}
+
+async function openEarly(dataDir: string): ReturnType<typeof openPgliteDirectory> {
+  // Made private before anything is put in it, as startApp would.
+  await ensurePrivateDir(dataDir);
+  return openPgliteDirectory(pgliteDirIn(dataDir), defaultTemplateDir());
 }
 
 main().catch((e: unknown) => {

@@ -1,12 +1,12 @@
 import { createHash } from "node:crypto";
 import { cpSync, existsSync } from "node:fs";
 import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
-import { createRequire } from "node:module";
-import { dirname, join, relative } from "node:path";
+import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
 import postgres from "postgres";
 import { openDatabase } from "../../src/db/client.js";
+import { pgliteVersion } from "../../src/db/pglite-template.js";
 import { systemTmpdir } from "./scratch.js";
 
 // Stores copied from templates the global setup makes (or finds), instead of made from
@@ -20,7 +20,6 @@ const PGLITE_EMPTY = "PLATFORM_TEST_PGLITE_EMPTY_TEMPLATE";
 const POSTGRES_MIGRATED = "PLATFORM_TEST_POSTGRES_TEMPLATE";
 /** Written last into a set of PGlite templates: the set is whole. */
 const COMPLETE = "complete";
-const require = createRequire(import.meta.url);
 
 /**
  * Makes the templates: a migrated PGlite directory (with the built-in roles) and an initialized
@@ -92,7 +91,7 @@ async function removeStale(cache: string, key: string): Promise<void> {
 /** A name for the templates that changes with anything they are made of. */
 async function templateKey(): Promise<string> {
   const hash = createHash("sha256");
-  hash.update(`pglite ${await pgliteVersion()}\n`);
+  hash.update(`pglite ${pgliteVersion()}\n`);
   const repo = fileURLToPath(new URL("../../", import.meta.url));
   const migrations = join(repo, "src/db/migrations");
   const files = [
@@ -106,15 +105,6 @@ async function templateKey(): Promise<string> {
     if ((await stat(file)).isFile()) hash.update(`${relative(repo, file)}\n`).update(await readFile(file));
   }
   return hash.digest("hex").slice(0, 16);
-}
-
-/** The installed PGlite's version (its package.json is not among what the package exports). */
-async function pgliteVersion(): Promise<string> {
-  for (let dir = dirname(require.resolve("@electric-sql/pglite")); dir !== dirname(dir); dir = dirname(dir)) {
-    const manifest = JSON.parse(await readFile(join(dir, "package.json"), "utf8").catch(() => "{}")) as { name?: string; version?: string };
-    if (manifest.name === "@electric-sql/pglite" && manifest.version) return manifest.version;
-  }
-  throw new Error("@electric-sql/pglite's package.json not found");
 }
 
 async function makePgliteTemplates(root: string): Promise<void> {

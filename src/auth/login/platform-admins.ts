@@ -1,4 +1,4 @@
-import { withoutTrailingSlash } from "../../http/index.js";
+import { withoutTrailingSlash } from "../../http/url.js";
 import type { SignInVia } from "./sign-in-via.js";
 import type { SignedInPerson } from "./upstream.js";
 
