@@ -206,6 +206,21 @@ function floorGetGroup(floor: Floor, pool: string[], window: Window): HttpLoad {
   return { ...window, url: `${floor.base}/groups/${pool[0]}`, serverPid: floor.pid, next: () => ({ path: `/groups/${pick(pool)}` }) };
 }
 
+/** The service's ListGroups of `scope`'s children, page 50 and the total count, each request. */
+function restListGroups(svc: Service, scope: string, window: Window): HttpLoad {
+  return {
+    ...window,
+    url: `${svc.base}/iam/v2beta1/groups?uidp.children_of=${scope}&page_size=50`,
+    headers: svc.headers,
+    serverPid: svc.pid,
+  };
+}
+
+/** The floor's page 50 of `scope`'s children and their count(*), each request. */
+function floorListGroups(floor: Floor, scope: string, window: Window): HttpLoad {
+  return { ...window, url: `${floor.base}/list?parent=${scope}`, serverPid: floor.pid };
+}
+
 /** The service's gRPC GetGroup of the uids in `uidsFile`, on one h2 session. */
 function grpcGetGroup(svc: Service, uidsFile: string, window: Window): Promise<Figures> {
   const { connections: streams, seconds, warmupSeconds } = window;
@@ -278,9 +293,7 @@ async function measureService(
   out.grpc = await grpcGetGroup(svc, uidsFile, { ...READS, connections: GRPC_STREAMS });
   log(describe(`${tag} GetGroup, gRPC (HTTP/2)`, out.grpc, `${GRPC_STREAMS} streams, 1 session`));
   memAfter("GetGroup gRPC");
-  out.list = await httpLoad(
-    reads(`${svc.base}/iam/v2beta1/groups?uidp.children_of=${scope}&page_size=50`, { headers: svc.headers, serverPid: svc.pid }),
-  );
+  out.list = await httpLoad(restListGroups(svc, scope, READS));
   log(describe(`${tag} ListGroups page 50 + totalCount, REST`, out.list, conns));
   memAfter("ListGroups page 50 + totalCount");
   let n = 0;
@@ -313,6 +326,8 @@ interface PairedRound {
   floor: Figures;
   rest: Figures;
   grpc: Figures;
+  floorList: Figures;
+  list: Figures;
 }
 
 interface PostgresResults {
@@ -370,7 +385,7 @@ async function postgresPart(work: string, profileRoot: string | undefined): Prom
   await expectList("floor list", fetch(`${floor.base}/list?parent=${org.uid}`), CHILDREN);
   const floorGet = await httpLoad(floorGetGroup(floor, plan.pool, READS));
   log(describe("floor GetGroup (1 prepared select)", floorGet, conns));
-  const floorList = await httpLoad(reads(`${floor.base}/list?parent=${org.uid}`, { serverPid: floor.pid }));
+  const floorList = await httpLoad(floorListGroups(floor, org.uid, READS));
   log(describe("floor list (page 50 + count(*))", floorList, conns));
 
   log("\nBare Connect handler (connect-node adapter + postgres.js):");
@@ -409,7 +424,7 @@ async function postgresPart(work: string, profileRoot: string | undefined): Prom
 
   log("\nService on PostgreSQL:");
   const service = await measureService(svc, org.uid, plan.pool, uidsFile, createsParent.uid, "service");
-  const paired = await pairedRounds(svc, floor, plan.pool, uidsFile);
+  const paired = await pairedRounds(svc, floor, plan.pool, uidsFile, org.uid);
 
   // Writes last, so every read above saw the same rows.
   log("\nFloor writes:");
@@ -451,24 +466,28 @@ async function postgresPart(work: string, profileRoot: string | undefined): Prom
 }
 
 /**
- * PAIRED_ROUNDS rounds of floor GetGroup, service REST GetGroup and service gRPC GetGroup, each
- * PAIRED_SECONDS after a 1 s warm-up, one right after the other: each round's ratios compare runs
- * that saw the same machine.
+ * PAIRED_ROUNDS rounds of floor GetGroup, service REST GetGroup, service gRPC GetGroup, floor list
+ * and service ListGroups, each PAIRED_SECONDS after a 1 s warm-up, one right after the other: each
+ * round's ratios compare runs that saw the same machine.
  */
-async function pairedRounds(svc: Service, floor: Floor, pool: string[], uidsFile: string): Promise<PairedRound[]> {
+async function pairedRounds(svc: Service, floor: Floor, pool: string[], uidsFile: string, scope: string): Promise<PairedRound[]> {
   if (PAIRED_ROUNDS <= 0) return [];
-  log(`\nPaired GetGroup rounds (floor, REST, gRPC back to back; ${PAIRED_SECONDS} s each after 1 s warm-up):`);
+  log(`\nPaired rounds (GetGroup: floor, REST, gRPC; lists: floor, ListGroups; back to back, ${PAIRED_SECONDS} s each after 1 s warm-up):`);
   const window: Window = { connections: CONNECTIONS, seconds: PAIRED_SECONDS, warmupSeconds: 1 };
   const rounds: PairedRound[] = [];
   for (let i = 0; i < PAIRED_ROUNDS; i++) {
     const floorGet = await httpLoad(floorGetGroup(floor, pool, window));
     const rest = await httpLoad(restGetGroup(svc, pool, window));
     const grpc = await grpcGetGroup(svc, uidsFile, { ...window, connections: GRPC_STREAMS });
-    rounds.push({ floor: floorGet, rest, grpc });
+    const floorList = await httpLoad(floorListGroups(floor, scope, window));
+    const list = await httpLoad(restListGroups(svc, scope, window));
+    rounds.push({ floor: floorGet, rest, grpc, floorList, list });
     const cpu = (f: Figures) => `${Math.round(f.cpuUsPerRequest ?? NaN)} µs`;
+    const errors = [floorGet, rest, grpc, floorList, list].some((f) => f.errors > 0);
     log(
-      `  round ${i + 1}: floor ${rate(floorGet.rps)} req/s (${cpu(floorGet)}), REST ${rate(rest.rps)} (${cpu(rest)}), gRPC ${rate(grpc.rps)} (${cpu(grpc)}); ` +
-        `REST/floor ${ratio(rest, floorGet).toFixed(2)}, gRPC/REST ${ratio(grpc, rest).toFixed(2)}${floorGet.errors + rest.errors + grpc.errors ? ", ERRORS" : ""}`,
+      `  round ${i + 1}: floor ${rate(floorGet.rps)} req/s (${cpu(floorGet)}), REST ${rate(rest.rps)} (${cpu(rest)}), gRPC ${rate(grpc.rps)} (${cpu(grpc)}), ` +
+        `floor list ${rate(floorList.rps)} (${cpu(floorList)}), ListGroups ${rate(list.rps)} (${cpu(list)}); ` +
+        `REST/floor ${ratio(rest, floorGet).toFixed(2)}, gRPC/REST ${ratio(grpc, rest).toFixed(2)}, list/floor ${ratio(list, floorList).toFixed(2)}${errors ? ", ERRORS" : ""}`,
     );
   }
   return rounds;
@@ -507,10 +526,10 @@ async function pglitePart(work: string, profileRoot: string | undefined): Promis
   cleanups.push(() => stopProcess(svc.started.child));
   log(`  service start → ready, seeded data dir: ${svc.started.readyMs.toFixed(0)} ms`);
   const service = await measureService(svc, org.uid, plan.pool, uidsFile, createsParent.uid, "pglite");
-  const one = { connections: 1, headers: svc.headers, serverPid: svc.pid };
-  const rest = await httpLoad(restGetGroup(svc, plan.pool, { ...READS, connections: 1 }));
+  const one: Window = { ...READS, connections: 1 };
+  const rest = await httpLoad(restGetGroup(svc, plan.pool, one));
   log(describe("pglite GetGroup, REST (random uid)", rest, "1 conn"));
-  const list = await httpLoad(reads(`${svc.base}/iam/v2beta1/groups?uidp.children_of=${org.uid}&page_size=50`, one));
+  const list = await httpLoad(restListGroups(svc, org.uid, one));
   log(describe("pglite ListGroups page 50 + totalCount, REST", list, "1 conn"));
   await stopService(svc, "service on PGlite");
   return { service, single: { rest, list }, emptyReadyMs: first.started.readyMs, seededReadyMs: svc.started.readyMs, seedMs };
@@ -588,7 +607,7 @@ function checks(pg: PostgresResults): Check[] {
     paired("gRPC GetGroup / REST GetGroup", (p) => ratio(p.grpc, p.rest), ratio(s.grpc, s.rest), 0.7),
     r("gRPC GetGroup / bare Connect gRPC", ratio(s.grpc, pg.bareGrpc), 0.8),
     r("Connect GetGroup / bare Connect JSON", ratio(s.connect, pg.bareConnect), 0.8),
-    r("ListGroups / floor list", ratio(s.list, pg.floorList), 0.8),
+    paired("ListGroups / floor list", (p) => ratio(p.list, p.floorList), ratio(s.list, pg.floorList), 0.8),
     r("Creates/s service / floor INSERT + event", ratio(s.create, pg.floorCreateEvent), 0.7),
     {
       name: "CreateGroup server CPU per request",
