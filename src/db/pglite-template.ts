@@ -67,7 +67,7 @@ function packageRoot(): string {
 /** Where the build leaves the template: `dist/pglite-template`, whether the server runs from dist/ or src/. */
 export const defaultTemplateDir = (): string => join(packageRoot(), "dist", "pglite-template");
 
-/** Whether `templateDir` holds a whole template made by the installed PGlite. */
+/** Whether `templateDir` holds a whole template made by the installed PGlite from these migrations. */
 export function templateIsCurrent(templateDir: string): boolean {
   try {
     return readFileSync(join(templateDir, STAMP), "utf8") === stampText();
