@@ -10,8 +10,8 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { migratedStorePerFile } from "../../test/support/fresh-store.js";
 import { SecretBox } from "../crypto/index.js";
 import { schema, settingContext, type DatabaseHandle } from "../db/index.js";
+import { DEFAULT_REGISTRY_ROTATE_AFTER_MS } from "./key-rotation.js";
 import {
-  DEFAULT_REGISTRY_ROTATE_AFTER_MS,
   REGISTRY_CERTIFICATE_CN,
   REGISTRY_CLOCK_SKEW_MS,
   REGISTRY_SIGNING_KEYS_SETTING,

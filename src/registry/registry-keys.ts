@@ -49,7 +49,6 @@ export interface RegistryKeysOptions {
   tokenTtlMs?: number;
 }
 
-export { DEFAULT_REGISTRY_ROTATE_AFTER_MS, MAX_REGISTRY_ROTATE_AFTER_MS, MIN_REGISTRY_ROTATE_AFTER_MS } from "./key-rotation.js";
 export const REGISTRY_SIGNING_KEYS_SETTING = "registry.signing_keys";
 const DEFAULT_TOKEN_TTL_MS = 300 * 1000;
 const MAX_TOKEN_TTL_MS = 24 * 60 * 60 * 1000;

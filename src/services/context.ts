@@ -4,7 +4,7 @@ import type { Database } from "../db/index.js";
 import type { Egress } from "../egress/index.js";
 import type { EventHub, EventRecorder } from "../events/index.js";
 import type { ListEngine } from "../list/index.js";
-import type { EventStreamLimits } from "./events/streams.js";
+import type { EventStreamLimits } from "./events/stream-limits.js";
 import type { ResourceCatalog } from "./resource-catalog.js";
 
 /** What every service implementation is built from (wired in src/server/app.ts). */

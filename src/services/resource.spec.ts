@@ -15,7 +15,7 @@ import { SecretBox } from "../crypto/index.js";
 import { schema, type DatabaseHandle } from "../db/index.js";
 import { ListEngine } from "../list/index.js";
 import type { ServiceContext } from "./context.js";
-import { DEFAULT_EVENT_STREAM_LIMITS } from "./events/streams.js";
+import { DEFAULT_EVENT_STREAM_LIMITS } from "./events/stream-limits.js";
 import { API_SERVICES } from "./index.js";
 import { standardMethodOf } from "../descriptors/index.js";
 import { ResourceCatalog } from "./resource-catalog.js";

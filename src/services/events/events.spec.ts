@@ -25,7 +25,7 @@ import { scopeConditions } from "../../list/scope.js";
 import { ResourceCatalog } from "../resource-catalog.js";
 import type { ServiceContext } from "../context.js";
 import { eventFilters, eventMatcher, eventsService, eventsSource } from "./events.js";
-import { DEFAULT_EVENT_STREAM_LIMITS } from "./streams.js";
+import { DEFAULT_EVENT_STREAM_LIMITS } from "./stream-limits.js";
 
 // WatchEvents against the service itself (docs/design.md, "Watching"): what each stream costs.
 

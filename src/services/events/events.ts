@@ -30,7 +30,7 @@ import type { ServiceContext } from "../context.js";
 import { millisAtOrAfter, toTimestamp } from "../timestamps.js";
 import { StreamBudget } from "./streams.js";
 
-export { MAX_STREAMS_PER_IDENTITY, MAX_STREAMS_PER_ORGANIZATION, MAX_STREAMS_PER_SERVER } from "./streams.js";
+export { MAX_STREAMS_PER_IDENTITY, MAX_STREAMS_PER_ORGANIZATION, MAX_STREAMS_PER_SERVER } from "./stream-limits.js";
 
 const { events } = schema;
 type EventRow = typeof events.$inferSelect;

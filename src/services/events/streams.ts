@@ -3,14 +3,6 @@ import { quotaExceeded } from "../../errors/index.js";
 import type { ListVisibility, UidpFilter } from "../../list/index.js";
 import type { EventStreamLimits } from "./stream-limits.js";
 
-export {
-  DEFAULT_EVENT_STREAM_LIMITS,
-  type EventStreamLimits,
-  MAX_STREAMS_PER_IDENTITY,
-  MAX_STREAMS_PER_ORGANIZATION,
-  MAX_STREAMS_PER_SERVER,
-} from "./stream-limits.js";
-
 /** Open streams per key. */
 class Counts {
   private readonly open = new Map<string, number>();
