@@ -5,6 +5,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { PGlite, type QueryOptions } from "@electric-sql/pglite";
 import { keepBuiltInTypeParsers } from "./pglite-parsers.js";
+import { PgliteStatements } from "./pglite-statements.js";
 import { seedFromTemplate } from "./pglite-template.js";
 import { compilePglite } from "./pglite-wasm.js";
 import { errorFields, type HostReply, type HostRequest, type HostStart } from "./pglite-protocol.js";
@@ -37,11 +38,13 @@ const post = (reply: HostReply): void => port.postMessage(reply);
  * change seven times). The function `listen` returns removes its own callback.
  */
 const listening = new Map<string, () => Promise<void>>();
+/** How queries run (pglite-statements.ts), once PGlite is open. */
+let statements: PgliteStatements | undefined;
 
 async function run(pg: PGlite, request: HostRequest): Promise<unknown> {
   switch (request.op) {
     case "query":
-      return pg.query(request.text, request.params, optionsFor(request.rowMode, request.rawTypes));
+      return statements!.query(request.text, request.params, optionsFor(request.rowMode, request.rawTypes));
     case "exec":
       return pg.exec(request.text);
     case "listen":
@@ -72,6 +75,7 @@ async function main(): Promise<void> {
     // With the store's shared_buffers (pglite-wasm.ts).
     pg = new PGlite(dataDir, { wasmModule: await compilePglite() });
     await keepBuiltInTypeParsers(pg);
+    statements = new PgliteStatements(pg);
   } catch (e) {
     post({ op: "failed", error: errorFields(e) });
     return;
