@@ -2,7 +2,7 @@
 // statements seen more than once kept prepared (docs/design.md, "Storage", "Statements in PGlite").
 import { type PGlite, protocol, type QueryOptions, type Results } from "@electric-sql/pglite";
 
-const { serialize, Parser } = protocol;
+const { serialize } = protocol;
 
 /** A statement as the backend described it: its parameters' types and its result's columns. */
 interface Described {
@@ -29,8 +29,8 @@ const STALE_STATEMENT = new Set(["0A000", "26000"]);
  * with its fields. A text seen a second time is prepared under a name of its own and then runs
  * with Bind, Execute and Sync only, neither parsed nor planned again; at most `limit` are, for the
  * life of the store's connection, as the PostgreSQL pool's admission does (prepared-statements.ts).
- * A NOTIFY the statement raised is delivered by PGlite itself, which reads every answer of its WASM
- * for them, to its `listen` callbacks, before the answer, as with `query`.
+ * A NOTIFY the statement raised is delivered by PGlite itself to its `listen` callbacks before
+ * the answer, as with `query`.
  */
 export class PgliteStatements {
   private readonly prepared = new Map<string, Described>();
@@ -123,17 +123,13 @@ export class PgliteStatements {
     return { rows: rows as T[], fields, affectedRows };
   }
 
-  /** One call into the WASM with `messages`; the backend's answers, or its error (the first) thrown. */
+  /**
+   * One call into the WASM with `messages`: the backend's answers as PGlite parsed them (it parses
+   * every answer of its WASM, for notifications, whichever way it is called: its raw call would
+   * have them parsed twice), or PostgreSQL's error, the first, thrown once all are read.
+   */
   private async call(...messages: Uint8Array[]): Promise<BackendMessage[]> {
-    const raw = await this.pg.execProtocolRaw(concat(messages));
-    const out: BackendMessage[] = [];
-    let error: unknown;
-    new Parser().parse(raw, (message: BackendMessage) => {
-      if (message.name === "error") error ??= message;
-      else out.push(message);
-    });
-    if (error !== undefined) throw error;
-    return out;
+    return (await this.pg.execProtocolStream(concat(messages))) as unknown as BackendMessage[];
   }
 }
 
