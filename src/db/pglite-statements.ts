@@ -17,8 +17,17 @@ type BackendMessage = { name: string } & Record<string, unknown>;
 /** Statement names, unique in the process: two instances on one PGlite never take each other's. */
 let named = 0;
 
-/** A statement kept prepared that PostgreSQL can no longer use as it is (its tables changed shape). */
-const STALE_STATEMENT = new Set(["0A000", "26000"]);
+/**
+ * PostgreSQL's refusal of a statement kept prepared that it can no longer use as it is (its tables
+ * changed shape), or no longer holds: not any 0A000, whose retry inside a transaction would hide
+ * the real error behind "current transaction is aborted".
+ */
+function isStale(e: unknown): boolean {
+  const { code, message } = e as { code?: unknown; message?: unknown };
+  return (
+    code === "26000" || (code === "0A000" && typeof message === "string" && message.includes("cached plan must not change result type"))
+  );
+}
 
 /**
  * PGlite's `query` runs one statement in six calls into the WASM (Parse, Describe, Bind, Describe,
@@ -59,7 +68,7 @@ export class PgliteStatements {
         return await this.execute<T>(kept, params, options);
       } catch (e) {
         // Prepared before its tables changed (a migration): described and prepared again, once.
-        if (!STALE_STATEMENT.has((e as { code?: string }).code ?? "")) throw e;
+        if (!isStale(e)) throw e;
         this.prepared.delete(text);
         await this.call(serialize.close({ type: "S", name: kept.name }), serialize.sync());
       }
