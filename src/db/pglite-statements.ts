@@ -138,7 +138,7 @@ export class PgliteStatements {
    * have them parsed twice), or PostgreSQL's error, the first, thrown once all are read.
    */
   private async call(...messages: Uint8Array[]): Promise<BackendMessage[]> {
-    return (await this.pg.execProtocolStream(concat(messages))) as unknown as BackendMessage[];
+    return (await this.pg.execProtocolStream(Buffer.concat(messages))) as unknown as BackendMessage[];
   }
 }
 
@@ -161,16 +161,4 @@ function affected(tag: string): number {
     default:
       return 0;
   }
-}
-
-function concat(parts: Uint8Array[]): Uint8Array {
-  let length = 0;
-  for (const p of parts) length += p.byteLength;
-  const out = new Uint8Array(length);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.byteLength;
-  }
-  return out;
 }
