@@ -35,3 +35,4 @@ export { DirectoryInUseError, lockDirectory, type DirectoryLock, type LockHolder
 export { findInviteByCode, findRedeemableInvite, inviteCodeHash, markInviteRedeemed } from "./invite-codes.js";
 export { knownRow, lockedInsertPart } from "./known-insert.js";
 export { runCompiled, type CompiledStatement } from "./compiled.js";
+export { rowReader, valuesStatement, type RowReader, type ValuesStatement } from "./table-rows.js";

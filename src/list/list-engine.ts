@@ -3,7 +3,7 @@ import { and, asc, desc, eq, getTableColumns, getTableName, gt, lt, sql, type SQ
 import type { PgColumn, PgTable, SelectedFields } from "drizzle-orm/pg-core";
 import type { SecretBox } from "../crypto/index.js";
 import type { Database, Executor } from "../db/index.js";
-import { columnKey, loadSealedSetting } from "../db/index.js";
+import { columnKey, loadSealedSetting, rowReader, valuesStatement, type ValuesStatement } from "../db/index.js";
 import { invalidArgument, permissionDenied } from "../errors/index.js";
 import { parseOrderBy, type OrderBy } from "./order-by.js";
 import { PAGE_TOKEN_LIFETIME_MS, PageTokenCodec, fingerprint, type CursorPosition } from "./page-token.js";
@@ -56,10 +56,11 @@ export interface ListPage<Row> {
 
 const TOKEN_KEY_SETTING = "list.page_token_key";
 
-/** A page's statement, built once per shape (ListEngine.statementFor). */
-interface PageStatement {
-  execute(values: Record<string, unknown>): Promise<unknown[]>;
-}
+/** A page's statement, built once per shape (ListEngine.statementFor): its rows' values, then the count if it counts. */
+type PageStatement = ValuesStatement;
+
+/** The select list's name for the count, after the table's columns. */
+const COUNT_FIELD = "__total";
 
 /** The statements of one source, by shape; a shape past this many is built per request. */
 const MAX_SHAPES = 64;
@@ -154,43 +155,42 @@ export class ListEngine {
     const filter = where.length ? and(...where) : undefined;
     const after = position ? afterPosition(source.uid, sortColumn, order, position, bind) : undefined;
     const counting = totalCount === undefined;
-    const build = (): PageStatement => {
+    const reader = rowReader(source.table);
+    const build = (name: string | undefined): PageStatement => {
       const pageWhere = after ? and(filter, after) : filter;
       const direction = order.direction === "desc" ? desc : asc;
       const orderBy = sortColumn === source.uid ? [direction(source.uid)] : [direction(sortColumn), direction(source.uid)];
       // The first page and the exact count in one statement, one snapshot (docs/design.md, "Lists"):
-      // the uncorrelated subquery runs once, as an InitPlan, not per row.
+      // the uncorrelated subquery runs once, as an InitPlan, not per row. The count follows the
+      // table's columns, so each row's values are read straight into the row (src/db/table-rows.ts).
+      const columns = getTableColumns(source.table as PgTable);
       const fields: SelectedFields = counting
-        ? {
-            row: getTableColumns(source.table as PgTable),
-            total: sql<unknown>`(select count(*) from ${source.table} where ${filter ?? sql`true`})`,
-          }
-        : getTableColumns(source.table as PgTable);
-      return db
+        ? { ...columns, [COUNT_FIELD]: sql<unknown>`(select count(*) from ${source.table} where ${filter ?? sql`true`})` }
+        : columns;
+      const query = db
         .select(fields)
         .from(source.table as PgTable)
         .where(pageWhere)
         .orderBy(...orderBy)
         .limit(sql.placeholder("limit"))
-        .offset(sql.placeholder("offset"));
+        .offset(sql.placeholder("offset"))
+        .toSQL();
+      return valuesStatement(db, query, name);
     };
     // Extra filters carry their values in their SQL: such a list builds its statement each time.
     const statement =
       db === this.db && extra.where.length === 0
         ? this.statementFor(source, `${visible} ${shapeOf(params, order, counting, names)}`, build)
-        : build();
+        : build(undefined);
 
-    let rows: T["$inferSelect"][];
+    const found = await statement.execute(values);
+    const rows = found.map((v) => reader.read(v));
     if (totalCount === undefined) {
-      const counted = (await statement.execute(values)) as { row: T["$inferSelect"]; total: unknown }[];
-      rows = counted.map((r) => r.row);
-      const first = counted[0];
-      if (first) totalCount = BigInt(first.total as string);
+      const first = found[0];
+      if (first) totalCount = BigInt(first[reader.width] as string);
       // No row carries the count. At offset 0 on the first page the filter matches nothing;
       // past the end (skip) it still has to be counted.
       else totalCount = params.skip === 0 ? 0n : await countRows(db, source.table, filter, values);
-    } else {
-      rows = (await statement.execute(values)) as T["$inferSelect"][];
     }
 
     let nextPageToken = "";
@@ -211,7 +211,7 @@ export class ListEngine {
   }
 
   /** The prepared statement of `shape`, built by `build` the first time. */
-  private statementFor(source: object, shape: string, build: () => PageStatement): PageStatement {
+  private statementFor(source: object, shape: string, build: (name: string | undefined) => PageStatement): PageStatement {
     let byShape = this.statements.get(source);
     if (byShape === undefined) {
       byShape = new Map();
@@ -219,9 +219,8 @@ export class ListEngine {
     }
     let statement = byShape.get(shape);
     if (statement === undefined) {
-      const built = build();
-      if (byShape.size >= MAX_SHAPES) return built;
-      statement = (built as unknown as { prepare(name: string): PageStatement }).prepare("list_page");
+      if (byShape.size >= MAX_SHAPES) return build(undefined);
+      statement = build("list_page");
       byShape.set(shape, statement);
     }
     return statement;

@@ -2,7 +2,19 @@ import { clone, type DescMessage, type MessageShape } from "@bufbuild/protobuf";
 import type { FieldMask } from "@bufbuild/protobuf/wkt";
 import { eq, getTableName, sql } from "drizzle-orm";
 import type { PgColumn, PgTable } from "drizzle-orm/pg-core";
-import { columnKey, knownRow, lockedInsertPart, type Database, type Executor, type GroupContent, type Transaction } from "../db/index.js";
+import {
+  columnKey,
+  knownRow,
+  lockedInsertPart,
+  rowReader,
+  valuesStatement,
+  type Database,
+  type Executor,
+  type GroupContent,
+  type RowReader,
+  type Transaction,
+  type ValuesStatement,
+} from "../db/index.js";
 import { alreadyExists, invalidArgument, isForeignKeyViolation, isUniqueViolation, notFound } from "../errors/index.js";
 import { declaredEventType } from "../descriptors/index.js";
 import type { ChangeCall, EventRecorder } from "../events/index.js";
@@ -43,7 +55,8 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
   private readonly uidKey: string;
   private readonly eventGroup: (row: T["$inferSelect"]) => string | null;
   /** Get by uid, the hottest statement: its SQL is built once, not per request. */
-  private readonly getByUid: { execute(values: { uid: string }): Promise<unknown[]> };
+  private readonly getByUid: ValuesStatement;
+  private readonly rows: RowReader<T["$inferSelect"]>;
 
   constructor(
     readonly resource: Resource<T, Desc>,
@@ -59,11 +72,13 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
     this.uid = uidColumnOf(resource);
     this.uidKey = columnKey(resource.table, this.uid);
     this.eventGroup = eventGroupOf(resource);
-    this.getByUid = this.db
+    this.rows = rowReader(resource.table);
+    const byUid = this.db
       .select()
       .from(resource.table as PgTable)
       .where(eq(this.uid, sql.placeholder("uid")))
-      .prepare(`get_${getTableName(resource.table)}`);
+      .toSQL();
+    this.getByUid = valuesStatement(this.db, byUid, `get_${getTableName(resource.table)}`);
   }
 
   /** A row as its message (undecorated), its hooks handed the store's dependencies. */
@@ -102,9 +117,9 @@ export class ResourceStore<T extends PgTable, Desc extends DescMessage> {
 
   /** The resource as the API answers it: decorated (`resource.decorate`). */
   async get(uid: string, field = "uid"): Promise<MessageShape<Desc>> {
-    const [row] = await this.getByUid.execute({ uid: requireField(uid, field) });
-    if (!row) throw notFound(this.resource.kind, uid);
-    return this.decorated(this.db, this.toMessage(row as T["$inferSelect"]));
+    const [values] = await this.getByUid.execute({ uid: requireField(uid, field) });
+    if (!values) throw notFound(this.resource.kind, uid);
+    return this.decorated(this.db, this.toMessage(this.rows.read(values)));
   }
 
   /**
