@@ -36,3 +36,4 @@ export { findInviteByCode, findRedeemableInvite, inviteCodeHash, markInviteRedee
 export { knownRow, lockedInsertPart } from "./known-insert.js";
 export { runCompiled, type CompiledStatement } from "./compiled.js";
 export { rowReader, valuesStatement, type RowReader, type ValuesStatement } from "./table-rows.js";
+export { PgliteUpkeep, type PgliteUpkeepOptions } from "./pglite-upkeep.js";

@@ -72,4 +72,32 @@ describe("startApp", () => {
     expect(app.port).toBe(port);
     await app.close();
   });
+
+  it("vacuums and analyzes the embedded store itself from its start, PGlite having no autovacuum; leaves PostgreSQL's to autovacuum", async () => {
+    const settings = {
+      PORT: String(await freePort()),
+      HOST: "127.0.0.1",
+      PLATFORM_DATA_DIR: store.dir,
+      ...(store.databaseUrl ? { DATABASE_URL: store.databaseUrl } : {}),
+    };
+    const lines: { level: number; msg: string; table?: string; analyzed?: boolean }[] = [];
+    const logger = pino({ level: "debug" }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const app = await startApp(loadConfig(settings), { logger });
+    const vacuumed = () => lines.filter((l) => l.msg === "embedded store table vacuumed");
+    try {
+      if (store.databaseUrl) {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        expect(vacuumed()).toEqual([]);
+      } else {
+        // The first round runs at start: the built-in roles were never analyzed.
+        await expect.poll(() => vacuumed().find((l) => l.table === "roles")?.analyzed, { timeout: 10_000 }).toBe(true);
+      }
+    } finally {
+      await app.close();
+    }
+    const after = vacuumed().length;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(vacuumed().length).toBe(after);
+    expect(lines.filter((l) => l.level >= 50)).toEqual([]);
+  });
 });

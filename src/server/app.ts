@@ -21,7 +21,14 @@ import { AdminTokenRenewal } from "../auth/admin-token-renewal.js";
 import { devIssuer, loginRoutes } from "../auth/login/index.js";
 import { Authorizer, GRANTS_CHANGED_CHANNEL, Grants, GrantsCache } from "../authz/index.js";
 import { SecretBox, ensurePrivateDir, loadMasterKey } from "../crypto/index.js";
-import { openDatabase, type PgliteThread, POSTGRES_POOL_SIZE, sealPlaintextClientSecrets, type DatabaseHandle } from "../db/index.js";
+import {
+  openDatabase,
+  PgliteUpkeep,
+  type PgliteThread,
+  POSTGRES_POOL_SIZE,
+  sealPlaintextClientSecrets,
+  type DatabaseHandle,
+} from "../db/index.js";
 import { type OpenedPglite, pgliteDirIn } from "../db/pglite-store.js";
 import { Egress } from "../egress/index.js";
 import {
@@ -339,6 +346,16 @@ async function start(config: Config, opts: AppOptions, subsystems: Subsystems): 
   retention.start();
   // Early: a run under way stops after its current batch.
   subsystems.add("event retention", retention, (r) => r.stop(), { early: true });
+  if (database.kind === "pglite") {
+    // PGlite has no autovacuum: the store's own (docs/design.md, "Storage").
+    const upkeep = new PgliteUpkeep({
+      db: database.db,
+      onError: (e) => log.error({ err: e }, "embedded store upkeep failed"),
+      onVacuumed: (table, analyzed, ms) => log.debug({ table, analyzed, ms: Math.round(ms) }, "embedded store table vacuumed"),
+    });
+    upkeep.start();
+    subsystems.add("embedded store upkeep", upkeep, (u) => u.stop(), { early: true });
+  }
 
   // Built from the subsystems above, with nothing of its own to close.
   const handler = requestHandler({
