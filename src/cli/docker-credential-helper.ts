@@ -1,5 +1,5 @@
 import type { Readable } from "node:stream";
-import { buildInfo } from "../server/build-info.js";
+import { buildInfo } from "../package/index.js";
 import { ConfigStore, configDir } from "./config-store.js";
 import { currentToken, tokenClaims } from "./credentials.js";
 import { describeError } from "./errors.js";

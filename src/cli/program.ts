@@ -3,7 +3,7 @@ import { registerAdvisories } from "./commands/advisories.js";
 import { registerAuth } from "./commands/auth.js";
 import { registerResources } from "./commands/api-resources.js";
 import { registerEvents } from "./commands/events.js";
-import { buildInfo } from "../server/build-info.js";
+import { buildInfo } from "../package/index.js";
 import { colorsForced, processIo, type CliIo } from "./io.js";
 
 // Kept apart from main.ts, which runs it: tests can build and walk the commands without running one.

@@ -15,7 +15,7 @@ import {
 } from "node:fs";
 import { createRequire } from "node:module";
 import { basename, dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { packageRoot } from "../package/index.js";
 import { MIGRATIONS_FOLDER } from "./migrations-folder.js";
 
 /** The file that says which PGlite made a template (beside its `cluster/`, not in it). */
@@ -56,16 +56,15 @@ function stampText(): string {
   return `pglite ${pgliteVersion()}\nmigrations ${hash.digest("hex")}\n`;
 }
 
-/** This checkout's (or installed package's) root: where its package.json is. */
-function packageRoot(): string {
-  for (let dir = dirname(fileURLToPath(import.meta.url)); dir !== dirname(dir); dir = dirname(dir)) {
-    if (existsSync(join(dir, "package.json"))) return dir;
-  }
-  throw new Error("platform-api's package.json not found above src/db");
+/** This checkout's (or installed package's) root. */
+function packageDir(): string {
+  const dir = packageRoot();
+  if (dir === undefined) throw new Error("platform-api's package.json not found above src/db");
+  return dir;
 }
 
 /** Where the build leaves the template: `dist/pglite-template`, whether the server runs from dist/ or src/. */
-export const defaultTemplateDir = (): string => join(packageRoot(), "dist", "pglite-template");
+export const defaultTemplateDir = (): string => join(packageDir(), "dist", "pglite-template");
 
 /** Whether `templateDir` holds a whole template made by the installed PGlite from these migrations. */
 export function templateIsCurrent(templateDir: string): boolean {

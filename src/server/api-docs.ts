@@ -5,7 +5,7 @@ import { dirname, join } from "node:path";
 import { gzipSync } from "node:zlib";
 import type { DescService } from "@bufbuild/protobuf";
 import { buildOpenApiDocument } from "../rest/index.js";
-import { buildInfo } from "./build-info.js";
+import { buildInfo } from "../package/index.js";
 import type { NodeRequest as Req, NodeResponse as Res, Route } from "../http/types.js";
 
 // `GET /openapi.json` and the Swagger UI page at `/docs` (docs/rest.md, "OpenAPI

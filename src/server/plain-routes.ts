@@ -3,7 +3,7 @@ import { exchangeRoute, jwks, openidConfiguration, type SigningKeys, type TokenE
 import type { JsonValue } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { sendError, sendJson as writeJson } from "../http/response.js";
-import { buildInfo } from "./build-info.js";
+import { buildInfo } from "../package/index.js";
 import type { Metrics } from "./metrics.js";
 import type { NodeRequest as Req, NodeResponse as Res, Route } from "../http/types.js";
 
