@@ -42,7 +42,7 @@ export class PgliteUpkeep {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<unknown> | undefined;
   private stopped = false;
-  /** Each table's size at its last ANALYZE here (until then, at its last VACUUM or ANALYZE). */
+  /** Each table's size at its last ANALYZE here; until one, its relpages when first seen (its size at its last VACUUM or ANALYZE). */
   private readonly analyzedAt = new Map<string, number>();
 
   constructor(private readonly opts: PgliteUpkeepOptions) {}
