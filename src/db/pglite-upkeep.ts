@@ -1,4 +1,5 @@
 import { sql } from "drizzle-orm";
+import { Periodic } from "../periodic/index.js";
 import { queryRows, type Database } from "./client.js";
 
 // PGlite runs PostgreSQL as a single-user backend, which starts no autovacuum worker and whose
@@ -39,31 +40,22 @@ interface TableSize {
  * one). One table at a time, so other queries go on between them.
  */
 export class PgliteUpkeep {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<unknown> | undefined;
-  private stopped = false;
+  private readonly periodic: Periodic;
   /** Each table's size at its last ANALYZE here; until one, its relpages when first seen (its size at its last VACUUM or ANALYZE). */
   private readonly analyzedAt = new Map<string, number>();
 
-  constructor(private readonly opts: PgliteUpkeepOptions) {}
+  constructor(private readonly opts: PgliteUpkeepOptions) {
+    this.periodic = new Periodic(() => this.run(), opts.everyMs ?? EVERY_MS, opts.onError);
+  }
 
   /** A round now, then one every `everyMs`. */
   start(): void {
-    const tick = () => {
-      this.running ??= this.run()
-        .catch(this.opts.onError)
-        .finally(() => (this.running = undefined));
-    };
-    tick();
-    this.timer = setInterval(tick, this.opts.everyMs ?? EVERY_MS);
-    this.timer.unref();
+    this.periodic.start();
   }
 
   /** No more rounds; one under way stops after its current table, and is waited for. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.timer);
-    await this.running;
+  stop(): Promise<void> {
+    return this.periodic.stop();
   }
 
   /** The tables to analyze now, by name. */
@@ -75,7 +67,7 @@ export class PgliteUpkeep {
   async run(): Promise<string[]> {
     const analyzed: string[] = [];
     for (const table of await this.sizes()) {
-      if (this.stopped) break;
+      if (this.periodic.stopped) break;
       const analyze = this.needsAnalyze(table);
       const t0 = performance.now();
       const name = sql.identifier(table.name);

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { queryRows, type Database } from "../db/index.js";
+import { Periodic } from "../periodic/index.js";
 
 export interface RetentionOptions {
   db: Database;
@@ -21,28 +22,19 @@ const BATCH = 5_000;
  * delivered or given up on.
  */
 export class EventRetention {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private stopped = false;
+  private readonly periodic: Periodic;
 
-  constructor(private readonly opts: RetentionOptions) {}
+  constructor(private readonly opts: RetentionOptions) {
+    this.periodic = new Periodic(() => this.prune(), opts.everyMs ?? 3_600_000, opts.onError);
+  }
 
   start(): void {
-    const tick = () => {
-      this.running ??= this.prune()
-        .then(() => undefined, this.opts.onError)
-        .finally(() => (this.running = undefined));
-    };
-    tick();
-    this.timer = setInterval(tick, this.opts.everyMs ?? 3_600_000);
-    this.timer.unref();
+    this.periodic.start();
   }
 
   /** No more runs; a run under way stops after its current batch, and is waited for. */
-  async stop(): Promise<void> {
-    this.stopped = true;
-    clearInterval(this.timer);
-    await this.running;
+  stop(): Promise<void> {
+    return this.periodic.stop();
   }
 
   /** Prunes everything due; returns how many events it deleted. */
@@ -67,7 +59,7 @@ export class EventRetention {
       );
       const n = Number(rows[0]?.n ?? 0);
       total += n;
-      if (n < BATCH || this.stopped) return total;
+      if (n < BATCH || this.periodic.stopped) return total;
     }
   }
 }
